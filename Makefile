@@ -1,0 +1,29 @@
+# `make run` and `make test` each set up .venv when it is missing, then serve / test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 4010
+
+.PHONY: install run test validate clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/mockserver serve --host $(HOST) --port $(PORT)
+
+test: install
+	$(BIN)/python -m pytest -n auto -q
+
+validate: install
+	$(BIN)/mockserver validate
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

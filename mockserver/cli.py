@@ -1,0 +1,83 @@
+"""`mockserver serve` and `mockserver validate`."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from .core.errors import LoadError
+from .core.pipeline import Options, Pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SPEC = "spec/kindgi.yaml"
+DEFAULT_FIXTURES = "fixtures"
+
+
+def _default(relative: str) -> Path:
+    """Relative to where the command runs if it is there, else the bundled one beside the package."""
+    here = Path(relative)
+    return here if here.exists() else ROOT / relative
+
+
+def _add_sources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spec", type=Path, default=None, help=f"OpenAPI description (default: {DEFAULT_SPEC})")
+    parser.add_argument("--fixtures", type=Path, default=None,
+                        help=f"fixtures folder (default: {DEFAULT_FIXTURES}/ with the default spec, none otherwise)")
+
+
+def _sources(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    if args.spec is None:
+        return _default(DEFAULT_SPEC), args.fixtures or _default(DEFAULT_FIXTURES)
+    return args.spec, args.fixtures
+
+
+def _report(exc: LoadError) -> None:
+    print(f"mockserver: {len(exc.problems)} problem(s) found:", file=sys.stderr)
+    for problem in exc.problems:
+        print(f"  {problem}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mockserver", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve a mock of the description")
+    _add_sources(serve)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=4010)
+    serve.add_argument("--seed", type=int, default=0, help="seed of generated data (same seed, same data)")
+    serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
+    serve.add_argument("--no-response-validation", action="store_true",
+                       help="do not check answers against the description (for load tests)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
+    _add_sources(validate)
+
+    args = parser.parse_args(argv)
+    spec, fixtures = _sources(args)
+    if args.command == "validate":
+        try:
+            pipeline = Pipeline.load(spec, fixtures)
+        except LoadError as exc:
+            _report(exc)
+            return 1
+        count = sum(len(c.items) for c in pipeline.fixtures.collections.values())
+        print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
+              f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
+        return 0
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .web.app import create_app
+
+    try:
+        app = create_app(spec, fixtures, seed=args.seed, strict_auth=args.strict_auth,
+                         validate_responses=not args.no_response_validation,
+                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
+    except LoadError as exc:
+        _report(exc)
+        return 2
+    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr)
+    app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    return 0

@@ -1,0 +1,229 @@
+"""Picking the answer of an operation: its fixture (a list, an item, or a fixed answer, after the fixture's
+`require` and `reject` rules), else an example from the description, else data generated from the schema.
+
+Everything a fixture can serve is checked against the description here, at start-up; a problem names the fixture
+file, line and pointer, and the schema rule."""
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .documents import pointer_join, unescape_token
+from .envelope import fill
+from .errors import MockError, Problem
+from .fixtures import Collection, FixtureSet, Located
+from .generation import SchemaGenerator
+from .pagination import CursorSealer
+from .query import ItemQuery, ListQuery
+from .rules import Condition, Context, Filter, compile_condition
+from .schemas import instance_pointer, iter_errors
+from .spec import MediaType, Operation, SpecIndex
+
+
+@dataclass
+class Answer:
+    status: int
+    payload: Any
+    media_type: str | None
+    source: str  # fixture, example, generated
+    headers: dict[str, str] = field(default_factory=dict)
+    origin: str = ""  # where a fixture answer came from (file:line), for contract-violation messages
+
+
+@dataclass
+class _ErrorRule:
+    status: int
+    code: str | None
+    message: str | None
+    details: dict[str, Any] | None
+
+    def raise_for(self, ctx: Context, default_message: str) -> None:
+        values = {f"{loc}.{k}": v for loc in ("path", "query") for k, v in getattr(ctx.request, loc).items()}
+        message = fill(self.message, values) if self.message else default_message
+        raise MockError(self.status, message, code=self.code, details=self.details)
+
+
+@dataclass
+class _Respond:
+    when: Condition | None
+    answer: Answer
+
+
+@dataclass
+class OperationFixture:
+    requires: list[tuple[Collection, list[Filter], _ErrorRule]] = field(default_factory=list)
+    rejects: list[tuple[Condition, _ErrorRule]] = field(default_factory=list)
+    list: ListQuery | None = None
+    item: ItemQuery | None = None
+    respond: list[_Respond] = field(default_factory=list)
+    origin: str = ""
+
+
+def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
+    """JSON first, as most clients expect it; otherwise the first declared."""
+    for name, media in content.items():
+        if name == "application/json" or name.endswith("+json"):
+            return media
+    return next(iter(content.values()), None)
+
+
+class Answers:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.generator = SchemaGenerator(spec.docs.resolve)
+        self.problems: list[Problem] = []
+        self.fixtures: dict[str, OperationFixture] = {}
+        for op_id, located in fixtures.operations.items():
+            op = spec.operations.get(op_id)
+            if op is None:
+                self.problems.append(located.problem(f"no operation {op_id!r} in the description; it has: "
+                                                     + ", ".join(sorted(spec.operations)), "operationId"))
+                continue
+            self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
+
+    # -- start-up ------------------------------------------------------------------------------------------
+    def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
+        collection = fixtures.collections.get(name)
+        if collection is None:
+            self.problems.append(located.problem(f"no collection {name!r}; there are: "
+                                                 + ", ".join(sorted(fixtures.collections)), "from", *where))
+        return collection
+
+    def _error_rule(self, op: Operation, raw: dict[str, Any], located: Located, *where: Any) -> _ErrorRule:
+        status = raw["status"]
+        if not op.declares(status):
+            self.problems.append(located.problem(f"{op.id} does not declare status {status}; it declares "
+                                                 + ", ".join(op.declared_statuses), "status", *where, "status"))
+        return _ErrorRule(status, raw.get("code"), raw.get("message"), raw.get("details"))
+
+    def _compile(self, op: Operation, located: Located, fixtures: FixtureSet, sealer: CursorSealer) -> OperationFixture:
+        config = located.value
+        result = OperationFixture(origin=f"{located.doc.path}:{located.doc.line(located.pointer)}")
+        for i, raw in enumerate(config.get("require", [])):
+            collection = self._collection(raw["from"], fixtures, located, "require", i)
+            if collection:
+                result.requires.append((collection, [Filter(f) for f in raw["where"]],
+                                        self._error_rule(op, raw, located, "require", i)))
+        for i, raw in enumerate(config.get("reject", [])):
+            result.rejects.append((compile_condition(raw["when"]), self._error_rule(op, raw, located, "reject", i)))
+        if "list" in config:
+            collection = self._collection(config["list"]["from"], fixtures, located, "list", "from")
+            if collection:
+                limit = next((p for p in op.parameters if p.location == "query"
+                              and p.name == config["list"].get("page", {}).get("limit", "limit")), None)
+                result.list = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
+                self._check_items(op, result.list)
+        if "item" in config:
+            collection = self._collection(config["item"]["from"], fixtures, located, "item", "from")
+            if collection:
+                result.item = ItemQuery(config["item"], collection)
+                self._check_collection(op, collection, wrap=None)
+        for i, raw in enumerate(config.get("respond", [])):
+            answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
+                            dict(raw.get("headers", {})),
+                            f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}")
+            self._check_body(op, answer, located, "respond", i, "body")
+            result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
+        return result
+
+    def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
+        status = op.success_status
+        response = op.response(status)
+        media = pick_media_type(response.content) if response else None
+        return media, status
+
+    def _check_items(self, op: Operation, query: ListQuery) -> None:
+        """Each item as it would be served, inside a one-item page, against the success response's schema."""
+        def wrap(item: dict[str, Any]) -> dict[str, Any]:
+            return {query.items_field: [item], query.has_more_field: False}
+        self._check_collection(op, query.collection, wrap, pointer_join("", query.items_field, 0))
+
+    def _check_collection(self, op: Operation, collection: Collection, wrap: Any, prefix: str = "") -> None:
+        media, _ = self._success_schema(op)
+        if media is None or media.schema is None:
+            return
+        for index, item in enumerate(collection.items):
+            served = collection.public(item)
+            for error in iter_errors(media.schema.validator, wrap(served) if wrap else served):
+                pointer = instance_pointer(error)
+                inner = pointer[len(prefix):] if pointer.startswith(prefix) else pointer
+                self.problems.append(collection.item_problem(
+                    index, f"breaks the {op.id} response schema: {error.message}", str(error.validator), inner))
+                break  # one problem per item is enough to find it
+
+    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any) -> None:
+        response = op.response(answer.status)
+        if response is None:
+            self.problems.append(located.problem(f"{op.id} declares no status {answer.status}", "status", *where[:-1]))
+            return
+        media = response.content.get(answer.media_type) if answer.media_type else pick_media_type(response.content)
+        if media is None or media.schema is None:
+            return
+        for error in iter_errors(media.schema.validator, answer.payload):
+            self.problems.append(located.problem(f"breaks the {op.id} {answer.status} schema: {error.message}",
+                                                 str(error.validator), *where, *_tokens(instance_pointer(error))))
+
+    # -- request path --------------------------------------------------------------------------------------
+    def has_fixture(self, op: Operation) -> bool:
+        return op.id in self.fixtures
+
+    def check_rules(self, op: Operation, ctx: Context) -> None:
+        """The fixture's `reject` and `require` rules: errors the API gives for this request, whatever answers."""
+        fixture = self.fixtures.get(op.id)
+        if fixture is None:
+            return
+        for condition, rule in fixture.rejects:
+            if condition(ctx):
+                rule.raise_for(ctx, "the request breaks a rule of this operation")
+        for collection, filters, rule in fixture.requires:
+            tests = [t for t in (f.bind(ctx) for f in filters) if t is not None]
+            if not any(all(t(item) for t in tests) for item in collection.items):
+                shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
+                rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
+
+    def from_fixture(self, op: Operation, ctx: Context) -> Answer | None:
+        fixture = self.fixtures.get(op.id)
+        if fixture is None:
+            return None
+        media, status = self._success_schema(op)
+        media_type = media.name if media else "application/json"
+        if fixture.list is not None:
+            return Answer(status, fixture.list.page(ctx), media_type, "fixture", origin=fixture.origin)
+        if fixture.item is not None:
+            return Answer(status, fixture.item.find(ctx), media_type, "fixture", origin=fixture.origin)
+        for entry in fixture.respond:
+            if entry.when is None or entry.when(ctx):
+                answer = entry.answer
+                return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
+                              dict(answer.headers), answer.origin)
+        return None
+
+    def from_example(self, op: Operation, name: str | None = None) -> Answer | None:
+        media, status = self._success_schema(op)
+        if media is None or not media.examples:
+            return None
+        if name is not None:
+            if name not in media.examples:
+                raise MockError(400, f"no example {name!r} for {op.id}; it has: " + ", ".join(media.examples),
+                                details={"examples": list(media.examples)})
+            return Answer(status, media.examples[name], media.name, "example")
+        return Answer(status, next(iter(media.examples.values())), media.name, "example")
+
+    def generated(self, op: Operation, key: str) -> Answer:
+        media, status = self._success_schema(op)
+        if media is None or media.schema is None:
+            return Answer(status, None, media.name if media else None, "generated")
+        rng = self.rng(key)
+        return Answer(status, self.generator.generate(media.schema.node, media.schema.uri, rng), media.name,
+                      "generated")
+
+    def rng(self, key: str) -> random.Random:
+        """Deterministic for a seed and a request: the same call gives the same data."""
+        return random.Random(zlib.crc32(f"{self.seed}|{key}".encode()))
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [unescape_token(t) for t in pointer.split("/")[1:]] if pointer else []

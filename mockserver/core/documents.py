@@ -1,0 +1,230 @@
+"""Reading YAML/JSON documents with the line of every node, and resolving `$ref`s between them.
+
+Everything is read once at start-up. Lines are kept per JSON pointer so a problem found later (a fixture that
+breaks its schema, a bad parameter) can be reported as `file:line`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote, urldefrag, urljoin
+
+import yaml
+
+from .errors import LoadError, Problem
+
+try:  # the C parser is several times faster on large descriptions
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _BaseLoader = yaml.SafeLoader
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader that leaves timestamps as strings: JSON has no dates, and a fixture's `addedAt` must stay text."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+def escape_token(token: str) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def unescape_token(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def pointer_join(pointer: str, *tokens: Any) -> str:
+    return pointer + "".join("/" + escape_token(str(t)) for t in tokens)
+
+
+@dataclass
+class Document:
+    """A parsed file: its data and the line where each JSON pointer starts (empty for JSON files)."""
+
+    path: Path
+    data: Any
+    lines: dict[str, int]
+
+    @property
+    def uri(self) -> str:
+        return self.path.resolve().as_uri()
+
+    def line(self, pointer: str) -> int | None:
+        """The line of the pointer, or of its nearest parent that has one."""
+        while True:
+            if pointer in self.lines:
+                return self.lines[pointer]
+            if not pointer:
+                return None
+            pointer = pointer.rsplit("/", 1)[0]
+
+    def problem(self, pointer: str, message: str, rule: str = "") -> Problem:
+        return Problem(str(self.path), pointer, message, rule, self.line(pointer))
+
+
+def _build(node: yaml.Node, loader: _Loader, pointer: str, lines: dict[str, int], problems: list[Problem],
+           path: Path) -> Any:
+    lines[pointer] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                problems.append(Problem(str(path), pointer, f"a mapping key must be a scalar, not {key!r}",
+                                        "key", key_node.start_mark.line + 1))
+                continue
+            key = key if isinstance(key, str) else _scalar_key(key)
+            if key in result:
+                problems.append(Problem(str(path), pointer_join(pointer, key), f"duplicate key {key!r}",
+                                        "duplicate-key", key_node.start_mark.line + 1))
+                continue
+            result[key] = _build(value_node, loader, pointer_join(pointer, key), lines, problems, path)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, loader, pointer_join(pointer, i), lines, problems, path) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
+
+
+def _scalar_key(key: Any) -> str:
+    """YAML reads `200:` as an int; OpenAPI and JSON keys are strings."""
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
+def read_document(path: Path) -> Document:
+    """Parse one YAML or JSON file; raise LoadError naming the file and line on bad syntax or duplicate keys."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError([Problem(str(path), "", f"cannot read the file: {exc}", "read")]) from None
+    if path.suffix.lower() == ".json":
+        return _read_json(path, text)
+    loader = _Loader(text)
+    problems: list[Problem] = []
+    try:
+        node = loader.get_single_node()
+        lines: dict[str, int] = {}
+        data = _build(node, loader, "", lines, problems, path) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise LoadError([Problem(str(path), "", f"not valid YAML: {getattr(exc, 'problem', exc)}", "syntax", line)]) from None
+    finally:
+        loader.dispose()
+    if problems:
+        raise LoadError(problems)
+    return Document(path, data, lines)
+
+
+def _read_json(path: Path, text: str) -> Document:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise ValueError(f"duplicate key {key!r}")
+            result[key] = value
+        return result
+
+    try:
+        return Document(path, json.loads(text, object_pairs_hook=no_duplicates), {})
+    except json.JSONDecodeError as exc:
+        raise LoadError([Problem(str(path), "", f"not valid JSON: {exc.msg} (column {exc.colno})", "syntax", exc.lineno)]) from None
+    except ValueError as exc:
+        raise LoadError([Problem(str(path), "", str(exc), "duplicate-key")]) from None
+
+
+class RefError(Exception):
+    """A `$ref` that points nowhere, or a chain of refs that loops."""
+
+
+class DocumentSet:
+    """The documents of one description, by URI, loaded on first reference; resolves `$ref`s between them."""
+
+    def __init__(self, root: Path) -> None:
+        self._transform: Callable[[Any], Any] | None = None
+        self._docs: dict[str, Document] = {}
+        self.root = self._load(root.resolve().as_uri())
+
+    def set_transform(self, transform: Callable[[Any], Any]) -> None:
+        """Rewrite every document, loaded and to come (the dialect is known only once the root is read)."""
+        self._transform = transform
+        for doc in self._docs.values():
+            doc.data = transform(doc.data)
+
+    def _load(self, uri: str) -> Document:
+        doc = self._docs.get(uri)
+        if doc is None:
+            path = Path(unquote(uri.removeprefix("file://")))
+            if not uri.startswith("file://"):
+                raise RefError(f"only local files can be referenced, not {uri}")
+            if not path.is_file():
+                raise RefError(f"no file {path}")
+            doc = read_document(path)
+            if self._transform is not None:
+                doc.data = self._transform(doc.data)
+            self._docs[uri] = doc
+        return doc
+
+    def document(self, uri: str) -> Document:
+        return self._load(urldefrag(uri)[0])
+
+    @property
+    def documents(self) -> dict[str, Document]:
+        return self._docs
+
+    def lookup(self, uri: str) -> Any:
+        """The node at `file:///doc#/pointer`, without following a `$ref` found there."""
+        doc_uri, fragment = urldefrag(uri)
+        node = self._load(doc_uri).data
+        if not fragment:
+            return node
+        if not fragment.startswith("/"):
+            raise RefError(f"only JSON pointer fragments are supported, not #{fragment}")
+        for raw in fragment[1:].split("/"):
+            token = unescape_token(unquote(raw))
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise RefError(f"{uri} points to nothing (no {token!r})")
+        return node
+
+    def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]:
+        """Follow `ref` from `base_uri`, and any `$ref`-only nodes after it; return the node and its URI."""
+        seen: set[str] = set()
+        uri = urljoin(base_uri, ref)
+        while True:
+            if uri in seen:
+                raise RefError(f"$ref loop through {uri}")
+            seen.add(uri)
+            node = self.lookup(uri)
+            if isinstance(node, dict) and isinstance(node.get("$ref"), str) and len(node) == 1:
+                uri = urljoin(uri, node["$ref"])
+                continue
+            return node, uri
+
+    def deref(self, node: Any, uri: str) -> tuple[Any, str]:
+        """The node itself, or what its `$ref` points to (OpenAPI objects other than schemas are `$ref`-only)."""
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            return self.resolve(node["$ref"], uri)
+        return node, uri
+
+    def location(self, uri: str) -> tuple[str, int | None, str]:
+        """File, line and pointer of a URI, for messages."""
+        doc_uri, fragment = urldefrag(uri)
+        doc = self._docs.get(doc_uri)
+        path = str(doc.path) if doc else doc_uri
+        return path, (doc.line(fragment) if doc else None), fragment

@@ -1,0 +1,127 @@
+"""Reading the fixtures folder: every YAML file checked against the fixture format, then merged into settings,
+collections and operation configs. Every problem is kept with its file, line and pointer."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from .documents import Document, pointer_join, read_document
+from .errors import LoadError, Problem
+from .fixture_format import SCHEMA
+from .schemas import instance_pointer, iter_errors
+
+_FORMAT = Draft202012Validator(SCHEMA)
+
+
+@dataclass
+class Located:
+    """A piece of a fixture file with where it came from, for messages."""
+
+    value: Any
+    doc: Document
+    pointer: str
+
+    def problem(self, message: str, rule: str = "", *tokens: Any) -> Problem:
+        return self.doc.problem(pointer_join(self.pointer, *tokens), message, rule)
+
+
+@dataclass
+class Collection:
+    name: str
+    items: list[dict[str, Any]]
+    private: frozenset[str]
+    key: list[str]
+    schema: str | None
+    where: Located
+
+    def public(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The item as served: private fields left out."""
+        if not self.private:
+            return item
+        return {k: v for k, v in item.items() if k not in self.private}
+
+    def item_problem(self, index: int, message: str, rule: str = "", pointer: str = "") -> Problem:
+        doc = self.where.doc
+        return doc.problem(pointer_join(self.where.pointer, "items", index) + pointer, message, rule)
+
+
+@dataclass
+class FixtureSet:
+    settings: dict[str, Any] = field(default_factory=dict)
+    collections: dict[str, Collection] = field(default_factory=dict)
+    operations: dict[str, Located] = field(default_factory=dict)
+    scenarios: list[Located] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def load_fixtures(folder: Path | None) -> FixtureSet:
+    """Every `*.yaml`/`*.yml`/`*.json` below the folder, in path order; LoadError lists every problem."""
+    result = FixtureSet()
+    if folder is None:
+        return result
+    if not folder.is_dir():
+        raise LoadError([Problem(str(folder), "", "the fixtures folder does not exist", "read")])
+    problems: list[Problem] = []
+    paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
+    settings_from: dict[str, Located] = {}
+    for path in paths:
+        try:
+            doc = read_document(path)
+        except LoadError as exc:
+            problems.extend(exc.problems)
+            continue
+        result.files.append(path)
+        if doc.data is None:
+            continue
+        errors = list(iter_errors(_FORMAT, doc.data))
+        if errors:
+            problems.extend(doc.problem(instance_pointer(e), f"not in the fixture format: {e.message}", str(e.validator))
+                            for e in errors)
+            continue
+        for key, value in (doc.data.get("settings") or {}).items():
+            here = Located(value, doc, pointer_join("/settings", key))
+            if key in settings_from:
+                problems.append(here.problem(f"settings.{key} is also set in {settings_from[key].doc.path}", "duplicate"))
+            settings_from[key] = here
+            result.settings[key] = value
+        for name, raw in (doc.data.get("collections") or {}).items():
+            here = Located(raw, doc, pointer_join("/collections", name))
+            if name in result.collections:
+                problems.append(here.problem(f"collection {name!r} is also defined in "
+                                             f"{result.collections[name].where.doc.path}", "duplicate"))
+                continue
+            collection = Collection(name, raw["items"], frozenset(raw.get("private", [])), raw.get("key", []),
+                                    raw.get("schema"), here)
+            problems.extend(_duplicate_keys(collection))
+            result.collections[name] = collection
+        for op_id, raw in (doc.data.get("operations") or {}).items():
+            here = Located(raw, doc, pointer_join("/operations", op_id))
+            if op_id in result.operations:
+                problems.append(here.problem(f"operation {op_id!r} is also configured in "
+                                             f"{result.operations[op_id].doc.path}", "duplicate"))
+                continue
+            result.operations[op_id] = here
+        result.scenarios.extend(Located(s, doc, pointer_join("/scenarios", i))
+                                for i, s in enumerate(doc.data.get("scenarios") or []))
+    if problems:
+        raise LoadError(problems)
+    return result
+
+
+def _duplicate_keys(collection: Collection) -> list[Problem]:
+    if not collection.key:
+        return []
+    seen: dict[tuple[Any, ...], int] = {}
+    problems = []
+    for index, item in enumerate(collection.items):
+        identity = tuple(repr(item.get(k)) for k in collection.key)
+        if identity in seen:
+            shown = ", ".join(f"{k}={item.get(k)!r}" for k in collection.key)
+            problems.append(collection.item_problem(index, f"two items of {collection.name!r} have the key {shown} "
+                                                           f"(the first is item {seen[identity]})", "duplicate-key"))
+        else:
+            seen[identity] = index
+    return problems

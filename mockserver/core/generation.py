@@ -1,0 +1,785 @@
+"""Generate realistic JSON values from OpenAPI 3.0/3.1 schemas.
+
+Used when a mock has neither a fixture nor an example for a response. Schemas
+follow JSON Schema 2020-12 plus OpenAPI 3.0's `nullable` and boolean exclusive
+bounds. All randomness flows from the caller's `random.Random`, so a seeded
+rng reproduces the same payload.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+import math
+import random
+import re
+import string
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+from typing import Any
+from urllib.parse import urljoin
+
+import rstr
+from faker import Faker
+from jsonschema import Draft202012Validator
+
+Resolve = Callable[[str, str], tuple[Any, str]]
+
+# Chance that an optional property is included (above max_depth).
+_OPTIONAL_P = 0.6
+# Chance that a nullable value is null (above max_depth).
+_NULL_P = 0.1
+# Chance of using a schema's own example/default instead of synthesising one.
+_EXAMPLE_P = 0.5
+# Retry budgets; generation is cheap, so these trade a little time for validity.
+_ONEOF_TRIES = 5
+_NOT_TRIES = 10
+_STRING_TRIES = 5
+_PATTERN_TRIES = 40
+_UNIQUE_TRIES = 10
+_NUMBER_TRIES = 20
+_KEY_TRIES = 5
+# Repeat caps used when sampling regexes (see _Xeger).
+_SHORT_REPEAT = 5
+_LONG_REPEAT = 100
+
+# Fixed window so dates never depend on the wall clock (keeps output reproducible).
+_DATE_START = datetime(2020, 1, 1, tzinfo=timezone.utc)
+_DATE_END = datetime(2030, 12, 31, tzinfo=timezone.utc)
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def _datetime(fake: Faker) -> datetime:
+    """Pick a UTC instant without microseconds, so formatted values stay short."""
+    return fake.date_time_between_dates(_DATE_START, _DATE_END, tzinfo=timezone.utc).replace(microsecond=0)
+
+
+def _short_id(fake: Faker) -> str:
+    return fake.lexify("?" * 10, letters=_ID_ALPHABET)
+
+
+_FORMATS: dict[str, Callable[[Faker], str]] = {
+    "uuid": lambda f: f.uuid4(),
+    "date-time": lambda f: _datetime(f).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "date": lambda f: _datetime(f).date().isoformat(),
+    "time": lambda f: _datetime(f).strftime("%H:%M:%SZ"),
+    "email": lambda f: f.email(),
+    "uri": lambda f: f.url(),
+    "url": lambda f: f.url(),
+    "uri-reference": lambda f: "/" + f.uri_path(),
+    "hostname": lambda f: f.hostname(),
+    "ipv4": lambda f: f.ipv4(),
+    "ipv6": lambda f: f.ipv6(),
+    "byte": lambda f: base64.b64encode(f.binary(length=12)).decode("ascii"),
+    "binary": lambda f: f.binary(length=12).hex(),
+    "password": lambda f: f.password(length=12),
+}
+
+# Plausible strings for well-known property names; keys are the lower-cased name
+# without separators, matched on the whole name first, then on its last word.
+_NAME_HINTS: dict[str, Callable[[Faker], str]] = {
+    "id": _short_id,
+    "name": lambda f: f.name(),
+    "firstname": lambda f: f.first_name(),
+    "lastname": lambda f: f.last_name(),
+    "username": lambda f: f.user_name(),
+    "email": lambda f: f.email(),
+    "phone": lambda f: f.phone_number(),
+    "url": lambda f: f.url(),
+    "href": lambda f: f.url(),
+    "website": lambda f: f.url(),
+    "title": lambda f: f.sentence(nb_words=3).rstrip("."),
+    "description": lambda f: f.sentence(),
+    "summary": lambda f: f.sentence(),
+    "message": lambda f: f.sentence(),
+    "reason": lambda f: f.sentence(),
+    "comment": lambda f: f.sentence(),
+    "address": lambda f: f.street_address(),
+    "city": lambda f: f.city(),
+    "country": lambda f: f.country(),
+    "company": lambda f: f.company(),
+    "filename": lambda f: f.file_name(),
+    "currency": lambda f: f.currency_code(),
+}
+
+_NUMBER_FORMAT_RANGES: dict[str, tuple[float, float]] = {
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "float": (-3.4028234663852886e38, 3.4028234663852886e38),
+}
+_INTEGER_FORMATS = {"int32", "int64"}
+_NUMBER_FORMATS = {"float", "double"}
+
+# Keywords used to infer a type when a schema omits `type`.
+_OBJECT_KEYWORDS = {"properties", "patternProperties", "additionalProperties", "required", "minProperties", "maxProperties"}
+_ARRAY_KEYWORDS = {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}
+_STRING_KEYWORDS = {"pattern", "minLength", "maxLength"}
+_NUMBER_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+
+# Where subschemas live, for inlining `$ref`s before validating with jsonschema.
+_SUBSCHEMA = {"not", "additionalProperties", "items", "contains", "propertyNames", "if", "then", "else",
+              "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema"}
+_SUBSCHEMA_MAPS = {"properties", "patternProperties", "dependentSchemas"}
+_SUBSCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+# Dropped when inlining: references are already expanded, and the rest are OpenAPI-only.
+_DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicRef", "$defs", "definitions",
+               "nullable", "discriminator"}
+
+_MISSING = object()
+
+
+class GenerationError(ValueError):
+    """A schema admits no value the generator can build (e.g. `false`, or endless required recursion)."""
+
+
+class _Xeger(rstr.Rstr):
+    """rstr with a per-attempt cap on repeat counts.
+
+    Capping a repeat only narrows the language, so results still match; it keeps `+`/`*`
+    short and plausible and makes `maxLength` reachable for patterns like `{0,63}`.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.repeat_cap = 100
+
+    def _handle_repeat(self, start_range: int, end_range: int, value: Any) -> str:
+        return super()._handle_repeat(start_range, max(start_range, min(end_range, self.repeat_cap)), value)
+
+
+@dataclass(frozen=True)
+class _Loc:
+    """A subschema together with what is needed to interpret it and to report errors."""
+
+    schema: Any
+    base: str
+    refs: tuple[tuple[tuple[int, str], int], ...]  # ((id(target), base), depth) of each $ref followed
+    where: str
+
+    def child(self, schema: Any, suffix: str) -> _Loc:
+        return _Loc(schema, self.base, self.refs, f"{self.where}/{suffix}")
+
+
+@dataclass
+class _Choice:
+    """An unresolved `oneOf`/`anyOf`; a branch is picked only when the value is built."""
+
+    kind: str
+    loc: _Loc
+
+
+@dataclass
+class _Run:
+    """State of one `generate` call, kept off the generator so calls stay independent."""
+
+    rng: random.Random
+    xeger: _Xeger
+    validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = field(default_factory=dict)
+
+
+@dataclass
+class _Facets:
+    """The keywords of a conjunction of subschemas, merged so the most restrictive wins."""
+
+    where: str
+    types: frozenset[str] | None = None
+    inferred: set[str] = field(default_factory=set)
+    enum: list[Any] | None = None
+    examples: list[Any] = field(default_factory=list)
+    nots: list[_Loc] = field(default_factory=list)
+    fmt: str | None = None
+    min_length: int = 0
+    max_length: int | None = None
+    patterns: list[str] = field(default_factory=list)
+    lo: tuple[float, bool] | None = None  # (bound, exclusive)
+    hi: tuple[float, bool] | None = None
+    multiples: list[float] = field(default_factory=list)
+    items: list[_Loc] = field(default_factory=list)
+    prefix: list[list[_Loc]] = field(default_factory=list)
+    min_items: int | None = None
+    max_items: int | None = None
+    unique: bool = False
+    props: dict[str, list[_Loc]] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    pattern_props: list[tuple[str, _Loc]] = field(default_factory=list)
+    additional: list[_Loc] | None = None
+    min_props: int = 0
+    max_props: int | None = None
+
+
+def _intersect_types(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
+    """Intersect type sets, treating `integer` as a subset of `number`."""
+    out = set(a & b)
+    if ("integer" in a and "number" in b) or ("integer" in b and "number" in a):
+        out.add("integer")
+    return frozenset(out)
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    match kind:
+        case "null":
+            return value is None
+        case "boolean":
+            return isinstance(value, bool)
+        case "integer":
+            return (isinstance(value, int) and not isinstance(value, bool)) or (
+                isinstance(value, float) and value.is_integer())
+        case "number":
+            return isinstance(value, int | float) and not isinstance(value, bool)
+        case "string":
+            return isinstance(value, str)
+        case "array":
+            return isinstance(value, list)
+        case "object":
+            return isinstance(value, dict)
+    return False
+
+
+def _canonical(value: Any) -> str:
+    """A comparable form for JSON equality (enum intersection, uniqueItems)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _tighter(current: tuple[float, bool] | None, new: tuple[float, bool], lower: bool) -> tuple[float, bool]:
+    """Keep the more restrictive of two bounds; on a tie the exclusive one."""
+    if current is None:
+        return new
+    if new[0] == current[0]:
+        return new if new[1] else current
+    return new if (new[0] > current[0]) == lower else current
+
+
+def _pointer_token(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _name_words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+def _hint_for(name: str | None) -> Callable[[Faker], str] | None:
+    if not name:
+        return None
+    words = _name_words(name)
+    if not words:
+        return None
+    return _NAME_HINTS.get("".join(words)) or _NAME_HINTS.get(words[-1])
+
+
+def _merge(parts: list[_Loc], where: str) -> _Facets:
+    """Fold the expanded parts of an `allOf`/`$ref` conjunction into one set of facets."""
+    f = _Facets(where)
+    for loc in parts:
+        s = loc.schema
+        if not isinstance(s, dict):
+            continue
+        if "type" in s:
+            declared = frozenset([s["type"]] if isinstance(s["type"], str) else s["type"])
+            if s.get("nullable") is True:
+                declared |= {"null"}
+            f.types = declared if f.types is None else _intersect_types(f.types, declared)
+        for keyword_group, kind in ((_OBJECT_KEYWORDS, "object"), (_ARRAY_KEYWORDS, "array"),
+                                    (_STRING_KEYWORDS, "string"), (_NUMBER_KEYWORDS, "number")):
+            if keyword_group & s.keys():
+                f.inferred.add(kind)
+        allowed = [s["const"]] if "const" in s else s.get("enum")
+        if isinstance(allowed, list):
+            if f.enum is None:
+                f.enum = list(allowed)
+            else:
+                keep = {_canonical(v) for v in allowed}
+                f.enum = [v for v in f.enum if _canonical(v) in keep]
+        if isinstance(s.get("examples"), list):
+            f.examples.extend(s["examples"])
+        f.examples.extend(s[k] for k in ("example", "default") if k in s)
+        if "not" in s:
+            f.nots.append(loc.child(s["not"], "not"))
+        if isinstance(s.get("format"), str) and f.fmt is None:
+            f.fmt = s["format"]
+            if f.fmt in _INTEGER_FORMATS:
+                f.inferred.add("integer")
+            elif f.fmt in _NUMBER_FORMATS:
+                f.inferred.add("number")
+            else:
+                f.inferred.add("string")
+        _merge_string(f, s)
+        _merge_number(f, s)
+        _merge_array(f, s, loc)
+        _merge_object(f, s, loc)
+    return f
+
+
+def _merge_string(f: _Facets, s: dict[str, Any]) -> None:
+    if "minLength" in s:
+        f.min_length = max(f.min_length, s["minLength"])
+    if "maxLength" in s:
+        f.max_length = s["maxLength"] if f.max_length is None else min(f.max_length, s["maxLength"])
+    if isinstance(s.get("pattern"), str):
+        f.patterns.append(s["pattern"])
+
+
+def _merge_number(f: _Facets, s: dict[str, Any]) -> None:
+    # OpenAPI 3.0 spells exclusivity as a boolean next to minimum/maximum; 3.1 as the bound itself.
+    for bound, excl, lower in (("minimum", "exclusiveMinimum", True), ("maximum", "exclusiveMaximum", False)):
+        flag = s.get(excl)
+        candidates = []
+        if bound in s:
+            candidates.append((s[bound], flag is True))
+        if isinstance(flag, int | float) and not isinstance(flag, bool):
+            candidates.append((flag, True))
+        for candidate in candidates:
+            if lower:
+                f.lo = _tighter(f.lo, candidate, True)
+            else:
+                f.hi = _tighter(f.hi, candidate, False)
+    if isinstance(s.get("multipleOf"), int | float):
+        f.multiples.append(s["multipleOf"])
+
+
+def _merge_array(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
+    if "items" in s:
+        f.items.append(loc.child(s["items"], "items"))
+    for i, sub in enumerate(s.get("prefixItems", [])):
+        if i == len(f.prefix):
+            f.prefix.append([])
+        f.prefix[i].append(loc.child(sub, f"prefixItems/{i}"))
+    if "minItems" in s:
+        f.min_items = max(f.min_items or 0, s["minItems"])
+    if "maxItems" in s:
+        f.max_items = s["maxItems"] if f.max_items is None else min(f.max_items, s["maxItems"])
+    f.unique = f.unique or s.get("uniqueItems") is True
+
+
+def _merge_object(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
+    for name, sub in (s.get("properties") or {}).items():
+        f.props.setdefault(name, []).append(loc.child(sub, f"properties/{_pointer_token(name)}"))
+    for name in s.get("required", []):
+        if name not in f.required:
+            f.required.append(name)
+    for regex, sub in (s.get("patternProperties") or {}).items():
+        f.pattern_props.append((regex, loc.child(sub, f"patternProperties/{_pointer_token(regex)}")))
+    if "additionalProperties" in s:
+        f.additional = (f.additional or []) + [loc.child(s["additionalProperties"], "additionalProperties")]
+    if "minProperties" in s:
+        f.min_props = max(f.min_props, s["minProperties"])
+    if "maxProperties" in s:
+        f.max_props = s["maxProperties"] if f.max_props is None else min(f.max_props, s["maxProperties"])
+
+
+class SchemaGenerator:
+    """Builds plausible instances of a schema; one instance is meant to be reused for many calls."""
+
+    def __init__(self, resolve: Resolve, *, max_depth: int = 5, locale: str = "en_US") -> None:
+        self._resolve = resolve
+        self._max_depth = max_depth
+        self._faker = Faker(locale)  # built once: construction is slow, reseeding is cheap
+        # The shared Faker is reseeded per call, so concurrent calls would interleave its state.
+        self._lock = threading.Lock()
+
+    def generate(self, schema: Any, base_uri: str, rng: random.Random) -> Any:
+        """Deterministic for the same schema and rng state."""
+        with self._lock:
+            self._faker.seed_instance(rng.getrandbits(64))
+            run = _Run(rng, _Xeger(rng))
+            return self._gen([_Loc(schema, base_uri, (), "#")], run, 0, None)
+
+    # -- conjunctions and choices ------------------------------------------------
+
+    def _gen(self, parts: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
+        flat: list[_Loc] = []
+        choices: list[_Choice] = []
+        for loc in parts:
+            self._expand(loc, depth, flat, choices)
+        return self._choose(flat, choices, run, depth, name)
+
+    def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
+        """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
+        s = loc.schema
+        if s is True:
+            return
+        if s is False:
+            raise GenerationError(f"schema at {loc.where} is `false`: no value satisfies it")
+        if not isinstance(s, dict):
+            raise GenerationError(f"schema at {loc.where} is not an object or boolean: {s!r}")
+        if isinstance(s.get("$id"), str):
+            loc = _Loc(s, urljoin(loc.base, s["$id"]), loc.refs, loc.where)
+        flat.append(loc)
+        if isinstance(s.get("$ref"), str):
+            self._expand(self._follow(s["$ref"], loc, depth), depth, flat, choices)
+        for i, sub in enumerate(s.get("allOf", [])):
+            self._expand(loc.child(sub, f"allOf/{i}"), depth, flat, choices)
+        choices.extend(_Choice(kind, loc) for kind in ("oneOf", "anyOf") if isinstance(s.get(kind), list))
+
+    def _follow(self, ref: str, loc: _Loc, depth: int) -> _Loc:
+        """Resolve a `$ref`, refusing cycles that would never produce a finite value."""
+        target, target_base = self._resolve(ref, loc.base)
+        key = (id(target), target_base)
+        where = urljoin(loc.base, ref)
+        beyond = depth > self._max_depth
+        for seen, seen_depth in loc.refs:
+            if seen != key:
+                continue
+            if seen_depth == depth:
+                raise GenerationError(f"$ref {where} refers back to itself without nesting (via {loc.where})")
+            if beyond and seen_depth > self._max_depth:
+                raise GenerationError(
+                    f"required recursion through {where} never ends: it is reached again beyond "
+                    f"max_depth={self._max_depth} (via {loc.where})")
+        return _Loc(target, target_base, loc.refs + ((key, depth),), where)
+
+    def _choose(self, flat: list[_Loc], choices: list[_Choice], run: _Run, depth: int, name: str | None) -> Any:
+        """Resolve the first pending `oneOf`/`anyOf` by trying branches in random order."""
+        if not choices:
+            return self._gen_flat(flat, run, depth, name)
+        choice, rest = choices[0], choices[1:]
+        branches = choice.loc.schema[choice.kind]
+        order = list(range(len(branches)))
+        run.rng.shuffle(order)
+        if choice.kind == "oneOf" and order:
+            order = [order[i % len(order)] for i in range(max(len(order), _ONEOF_TRIES))]
+        fallback: Any = _MISSING
+        error: GenerationError | None = None
+        failed: set[int] = set()
+        for i in order:
+            if i in failed:
+                continue
+            extra = [choice.loc.child(branches[i], f"{choice.kind}/{i}"), *self._discriminator(choice, branches[i])]
+            sub_flat: list[_Loc] = []
+            sub_choices: list[_Choice] = []
+            try:
+                for loc in extra:
+                    self._expand(loc, depth, sub_flat, sub_choices)
+                value = self._choose(flat + sub_flat, rest + sub_choices, run, depth, name)
+            except GenerationError as exc:
+                error = exc
+                failed.add(i)
+                continue
+            if choice.kind == "anyOf" or self._matches_one(value, choice, run):
+                return value
+            if fallback is _MISSING:
+                fallback = value
+        if fallback is not _MISSING:
+            return fallback
+        raise error or GenerationError(f"{choice.kind} at {choice.loc.where} has no branches")
+
+    def _discriminator(self, choice: _Choice, branch: Any) -> list[_Loc]:
+        """Pin the discriminator property to the value that selects `branch`."""
+        disc = choice.loc.schema.get("discriminator")
+        if not (isinstance(disc, dict) and isinstance(disc.get("propertyName"), str)
+                and isinstance(branch, dict) and isinstance(branch.get("$ref"), str)):
+            return []
+        ref = branch["$ref"]
+        target = urljoin(choice.loc.base, ref)
+        value = next((key for key, mapped in (disc.get("mapping") or {}).items()
+                      if mapped == ref or urljoin(choice.loc.base, mapped) == target
+                      or mapped == ref.rsplit("/", 1)[-1]), ref.rsplit("/", 1)[-1])
+        prop = disc["propertyName"]
+        pinned = {"properties": {prop: {"const": value}}, "required": [prop]}
+        return [choice.loc.child(pinned, "discriminator")]
+
+    def _matches_one(self, value: Any, choice: _Choice, run: _Run) -> bool:
+        branches = choice.loc.schema[choice.kind]
+        matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")], run)
+                      for i, b in enumerate(branches))
+        return matches == 1
+
+    # -- validation ----------------------------------------------------------------
+
+    def _valid(self, value: Any, locs: list[_Loc], run: _Run) -> bool:
+        key = tuple((id(loc.schema), loc.base) for loc in locs)
+        cached = run.validators.get(key)
+        if cached is None:
+            schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
+            # Holding `locs` keeps the schemas alive, so their ids cannot be reused within the run.
+            cached = (locs, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
+            run.validators[key] = cached
+        return cached[1].is_valid(value)
+
+    def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:
+        """Inline `$ref`s and translate OpenAPI 3.0 keywords so plain jsonschema can validate.
+
+        A reference already being inlined on the current path becomes `true`, which keeps
+        the result finite at the cost of accepting more than the original schema.
+        """
+        if not isinstance(schema, dict):
+            return schema
+        if isinstance(schema.get("$id"), str):
+            base = urljoin(base, schema["$id"])
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in _DEREF_DROP:
+                continue
+            if key in _SUBSCHEMA:
+                out[key] = ([self._deref(v, base, seen) for v in value] if isinstance(value, list)
+                            else self._deref(value, base, seen))
+            elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                out[key] = {k: self._deref(v, base, seen) for k, v in value.items()}
+            elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+                out[key] = [self._deref(v, base, seen) for v in value]
+            else:
+                out[key] = value
+        if schema.get("nullable") is True and "type" in out:
+            types = [out["type"]] if isinstance(out["type"], str) else list(out["type"])
+            out["type"] = types if "null" in types else [*types, "null"]
+        for bound, excl in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+            if isinstance(out.get(excl), bool):
+                if out.pop(excl) and bound in out:
+                    out[excl] = out.pop(bound)
+        if isinstance(schema.get("$ref"), str):
+            target, target_base = self._resolve(schema["$ref"], base)
+            key = (id(target), target_base)
+            inlined = True if key in seen else self._deref(target, target_base, seen | {key})
+            return {"allOf": [inlined, out]} if out else inlined
+        return out
+
+    # -- values ------------------------------------------------------------------------
+
+    def _gen_flat(self, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
+        facets = _merge(flat, flat[0].where if flat else "#")
+        value = self._gen_value(facets, flat, run, depth, name)
+        for _ in range(_NOT_TRIES):
+            if not any(self._valid(value, [loc], run) for loc in facets.nots):
+                break
+            value = self._gen_value(facets, flat, run, depth, name)
+        return value
+
+    def _gen_value(self, f: _Facets, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
+        if f.enum is not None:
+            options = [v for v in f.enum if f.types is None or any(_is_type(v, t) for t in f.types)]
+            if not options:
+                raise GenerationError(f"enum/const at {f.where} has no value of an allowed type")
+            return copy.deepcopy(run.rng.choice(options))
+        if f.examples and run.rng.random() < _EXAMPLE_P:
+            example = run.rng.choice(f.examples)
+            if self._valid(example, flat, run):
+                return copy.deepcopy(example)
+        kind = self._pick_type(f, run, depth)
+        match kind:
+            case "null":
+                return None
+            case "boolean":
+                return run.rng.random() < 0.5
+            case "integer" | "number":
+                return self._gen_number(f, run, kind == "integer")
+            case "string":
+                return self._gen_string(f, run, name)
+            case "array":
+                return self._gen_array(f, run, depth)
+            case "object":
+                return self._gen_object(f, run, depth)
+        return self._gen_any(run, depth)
+
+    def _pick_type(self, f: _Facets, run: _Run, depth: int) -> str | None:
+        """Choose the JSON type to build; None means unconstrained."""
+        if f.types is None:
+            if not f.inferred:
+                return None
+            candidates = f.inferred
+        else:
+            candidates = f.types
+        if not candidates:
+            raise GenerationError(f"no JSON type satisfies every subschema at {f.where}")
+        concrete = sorted(candidates - {"null"})  # sorted: set order varies between processes
+        if "null" in candidates and (not concrete or depth > self._max_depth or run.rng.random() < _NULL_P):
+            return "null"
+        return run.rng.choice(concrete)
+
+    def _gen_any(self, run: _Run, depth: int) -> Any:
+        """A small plausible value for a schema that constrains nothing."""
+        fake = self._faker
+        if depth > self._max_depth:
+            return fake.word()
+        makers: list[Callable[[], Any]] = [fake.word, lambda: run.rng.randint(0, 100),
+                                           lambda: {fake.word(): fake.word()}]
+        return run.rng.choice(makers)()
+
+    def _gen_number(self, f: _Facets, run: _Run, integer: bool) -> int | float:
+        lo, lo_excl = f.lo if f.lo is not None else (None, False)
+        hi, hi_excl = f.hi if f.hi is not None else (None, False)
+        # Unbounded sides get a human-sized window rather than the whole int64/float range.
+        if lo is None and hi is None:
+            lo, hi = (1, 1000) if integer else (0, 1000)
+        elif lo is None:
+            lo = 0 if hi > 1 else hi - 1000
+        elif hi is None:
+            hi = max(lo, 0) + 1000
+        if f.fmt in _NUMBER_FORMAT_RANGES:
+            fmt_lo, fmt_hi = _NUMBER_FORMAT_RANGES[f.fmt]
+            lo, lo_excl = (fmt_lo, False) if lo < fmt_lo else (lo, lo_excl)
+            hi, hi_excl = (fmt_hi, False) if hi > fmt_hi else (hi, hi_excl)
+        if integer or f.multiples:
+            return self._gen_stepped(f, run, (lo, lo_excl), (hi, hi_excl), integer)
+        for _ in range(_NUMBER_TRIES):
+            value = run.rng.uniform(lo, hi)
+            rounded = round(value, 2)
+            for candidate in (rounded, value):
+                if (candidate > lo or (not lo_excl and candidate == lo)) and (
+                        candidate < hi or (not hi_excl and candidate == hi)):
+                    return candidate
+        raise GenerationError(f"no number fits the bounds at {f.where}")
+
+    def _gen_stepped(self, f: _Facets, run: _Run, lo: tuple[float, bool], hi: tuple[float, bool],
+                     integer: bool) -> int | float:
+        """Pick k * step inside the bounds, step being the lcm of every multipleOf (and 1 for integers)."""
+        step = Fraction(1) if integer else None
+        for m in f.multiples:
+            frac = Fraction(repr(m)) if isinstance(m, float) else Fraction(m)
+            if frac <= 0:
+                raise GenerationError(f"multipleOf must be positive at {f.where}")
+            step = frac if step is None else Fraction(math.lcm(step.numerator, frac.numerator),
+                                                      math.gcd(step.denominator, frac.denominator))
+        assert step is not None
+        lo_f, hi_f = Fraction(lo[0]), Fraction(hi[0])
+        k_lo = math.ceil(lo_f / step)
+        if lo[1] and k_lo * step == lo_f:
+            k_lo += 1
+        k_hi = math.floor(hi_f / step)
+        if hi[1] and k_hi * step == hi_f:
+            k_hi -= 1
+        if k_lo > k_hi:
+            raise GenerationError(f"no {'integer' if integer else 'multiple'} fits the bounds at {f.where}")
+        value: int | float = 0
+        for _ in range(_NUMBER_TRIES):
+            exact = run.rng.randint(k_lo, k_hi) * step
+            value = int(exact) if exact.denominator == 1 else float(exact)
+            # Validators commonly test multipleOf with float division; prefer values that survive it.
+            if all(isinstance(value, int) and isinstance(m, int) or (value / m).is_integer() for m in f.multiples):
+                return value
+        return value
+
+    def _gen_string(self, f: _Facets, run: _Run, name: str | None) -> str:
+        if f.patterns:
+            return self._gen_pattern(f, run)
+        fake = self._faker
+        maker = _FORMATS.get(f.fmt or "") or _hint_for(name) or (lambda fk: fk.word())
+        value = maker(fake)
+        for _ in range(_STRING_TRIES):
+            if f.min_length <= len(value) and (f.max_length is None or len(value) <= f.max_length):
+                return value
+            value = maker(fake)
+        if len(value) < f.min_length:
+            value += fake.lexify("?" * (f.min_length - len(value)), letters=string.ascii_lowercase)
+        if f.max_length is not None:
+            value = value[:f.max_length]
+            if len(value.rstrip()) >= f.min_length:
+                value = value.rstrip()
+        return value
+
+    def _gen_pattern(self, f: _Facets, run: _Run) -> str:
+        """Sample the first pattern until a string also fits the other patterns and length bounds."""
+        best: str | None = None
+        for attempt in range(_PATTERN_TRIES):
+            # Short repeats first for realism, then rstr's full range to reach a large minLength.
+            cap = _SHORT_REPEAT if attempt < _PATTERN_TRIES // 2 else _LONG_REPEAT
+            run.xeger.repeat_cap = cap if f.max_length is None else min(cap, f.max_length)
+            try:
+                value = run.xeger.xeger(f.patterns[0])
+                fits_all = all(re.search(p, value) for p in f.patterns)
+            except re.error as exc:
+                raise GenerationError(f"unsupported pattern at {f.where}: {exc}") from exc
+            if not fits_all:
+                continue
+            if f.min_length <= len(value) and (f.max_length is None or len(value) <= f.max_length):
+                return value
+            if best is None or self._length_gap(value, f) < self._length_gap(best, f):
+                best = value
+        if best is None:
+            raise GenerationError(f"could not produce a string matching every pattern at {f.where}")
+        return best
+
+    @staticmethod
+    def _xeger_short(run: _Run, regex: str) -> str:
+        run.xeger.repeat_cap = _SHORT_REPEAT
+        return run.xeger.xeger(regex)
+
+    @staticmethod
+    def _length_gap(value: str, f: _Facets) -> int:
+        over = len(value) - f.max_length if f.max_length is not None else 0
+        return max(f.min_length - len(value), over, 0)
+
+    def _gen_array(self, f: _Facets, run: _Run, depth: int) -> list[Any]:
+        n_prefix = len(f.prefix)
+        closed = any(loc.schema is False for loc in f.items)
+        if depth > self._max_depth:
+            lo = hi = f.min_items or 0
+        else:
+            default_hi = n_prefix if n_prefix and not f.items else 3
+            hi = f.max_items if f.max_items is not None else max(f.min_items or 0, default_hi)
+            if closed:
+                hi = min(hi, n_prefix)
+            lo = f.min_items if f.min_items is not None else min(n_prefix or 1, hi)
+        if lo > hi:
+            raise GenerationError(f"array at {f.where} cannot satisfy minItems={lo} with at most {hi} items")
+        count = run.rng.randint(lo, hi)
+        result: list[Any] = []
+        seen: set[str] = set()
+        for i in range(count):
+            parts = f.prefix[i] if i < n_prefix else f.items
+            for _ in range(_UNIQUE_TRIES if f.unique else 1):
+                value = self._gen(parts, run, depth + 1, None)
+                if not f.unique or _canonical(value) not in seen:
+                    break
+            else:
+                if len(result) >= lo:
+                    break
+                raise GenerationError(f"array at {f.where} cannot hold {lo} unique items")
+            seen.add(_canonical(value))
+            result.append(value)
+        return result
+
+    def _gen_object(self, f: _Facets, run: _Run, depth: int) -> dict[str, Any]:
+        minimal = depth > self._max_depth
+        names = list(f.required)
+        optional = [n for n in f.props if n not in names and all(loc.schema is not False for loc in f.props[n])]
+        if not minimal:
+            names += [n for n in optional if run.rng.random() < _OPTIONAL_P]
+        # Sources of undeclared keys: each patternProperties regex, and words if additionalProperties allows.
+        pattern_makers: list[Callable[[], str]] = [
+            lambda regex=regex: self._xeger_short(run, regex) for regex, _ in f.pattern_props]
+        word_makers: list[Callable[[], str]] = (
+            [] if any(loc.schema is False for loc in f.additional or []) else [self._faker.word])
+
+        def add_key(make: Callable[[], str]) -> None:
+            for _ in range(_KEY_TRIES):
+                key = make()
+                if key not in names and key not in f.props:
+                    names.append(key)
+                    return
+
+        if not minimal and not f.props:
+            # Only an explicit additionalProperties invites invented keys.
+            for make in pattern_makers + (word_makers if f.additional is not None else []):
+                for _ in range(run.rng.randint(0, 2)):
+                    add_key(make)
+        # minProperties: optional declared names first, then invented keys.
+        names += [n for n in optional if n not in names][:max(f.min_props - len(names), 0)]
+        fillers = pattern_makers + word_makers
+        for make in itertools.islice(itertools.cycle(fillers), f.min_props * _KEY_TRIES):
+            if len(names) >= f.min_props:
+                break
+            add_key(make)
+        if len(names) < f.min_props:
+            raise GenerationError(f"object at {f.where} cannot reach minProperties={f.min_props}")
+        if f.max_props is not None and len(names) > f.max_props:
+            if len(f.required) > f.max_props:
+                raise GenerationError(f"object at {f.where} requires more properties than maxProperties allows")
+            names = names[:f.max_props]
+        return {n: self._gen(self._key_parts(n, f), run, depth + 1, n) for n in names}
+
+    @staticmethod
+    def _key_parts(name: str, f: _Facets) -> list[_Loc]:
+        """Every subschema a property value must satisfy, as JSON Schema applies them."""
+        parts = list(f.props.get(name, []))
+        matched = bool(parts)
+        for regex, loc in f.pattern_props:
+            if re.search(regex, name):
+                parts.append(loc)
+                matched = True
+        if not matched:
+            parts.extend(f.additional or [])
+        return parts

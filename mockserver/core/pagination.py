@@ -1,0 +1,53 @@
+"""Sealed cursors: opaque, signed, bound to one list (operation, path parameters, filters) and one caller, and
+valid for a limited time. A replica with the same secret accepts another's cursors.
+
+A cursor carries the rank of the last item served in the operation's order, so the next page starts right after
+it: no item twice, none skipped, whatever `limit` each page asks for.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from typing import Any
+
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+
+from .errors import MockError
+
+DAY = 24 * 60 * 60
+
+
+class CursorSealer:
+    def __init__(self, secret: str | None = None, *, max_age: int = DAY) -> None:
+        self._serializer = URLSafeTimedSerializer(secret or secrets.token_hex(32), salt="mockserver.cursor")
+        self.max_age = max_age
+
+    @staticmethod
+    def binding(operation_id: str, path: dict[str, Any], filters: dict[str, Any], caller_key: str) -> str:
+        """A digest of everything the cursor is only valid for (not `limit`, which may change between pages)."""
+        canonical = json.dumps([operation_id, path, filters, caller_key], sort_keys=True, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+    def seal(self, binding: str, last_rank: int) -> str:
+        return self._serializer.dumps({"b": binding, "r": last_rank})
+
+    def open(self, cursor: str, binding: str, parameter: str = "cursor") -> int:
+        """The rank after which the page starts, or 400 saying why the cursor is refused."""
+        try:
+            payload = self._serializer.loads(cursor, max_age=self.max_age)
+        except SignatureExpired:
+            raise _refused(parameter, "expired", "the cursor has expired: start the list again without it") from None
+        except BadSignature:
+            raise _refused(parameter, "tampered", "the cursor is not one this server issued (tampered or "
+                                                  "malformed): start the list again without it") from None
+        if not isinstance(payload, dict) or payload.get("b") != binding or not isinstance(payload.get("r"), int):
+            raise _refused(parameter, "foreign", "the cursor belongs to another list, other filters or another "
+                                                 "caller: start the list again without it")
+        return payload["r"]
+
+
+def _refused(parameter: str, reason: str, message: str) -> MockError:
+    return MockError(400, message, details={"violations": [
+        {"parameter": parameter, "in": "query", "pointer": "", "rule": f"cursor-{reason}", "message": message}],
+        "reason": reason})

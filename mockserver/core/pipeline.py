@@ -1,0 +1,201 @@
+"""Where the stages meet. One request flows one way:
+match route → check auth → validate request → pick the answer → paginate → validate the response → serialize.
+Any stage may raise a MockError; it is rendered once, at the end, into the API's envelope."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .answers import Answer, Answers
+from .auth import Authenticator, Token
+from .envelope import ErrorRenderer
+from .errors import LoadError, MockError, Problem
+from .fixtures import FixtureSet, load_fixtures
+from .http import MockRequest, MockResponse
+from .pagination import CursorSealer
+from .request_validation import RequestValidator
+from .response_validation import ContractViolation, check_response
+from .router import Router
+from .rules import Context
+from .schemas import iter_errors
+from .spec import Header, Operation, SpecIndex
+
+log = logging.getLogger("mockserver")
+_SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+@dataclass
+class Options:
+    seed: int = 0
+    strict_auth: bool = False
+    validate_responses: bool = True
+    cursor_secret: str | None = None
+
+
+def parse_prefer(header: str | None) -> dict[str, str]:
+    """RFC 7240: `Prefer: code=503, example=busy` (also `;`-separated, as Prism accepts)."""
+    result: dict[str, str] = {}
+    for part in re.split(r"[,;]", header or ""):
+        name, _, value = part.strip().partition("=")
+        if name:
+            result[name.strip().lower()] = value.strip().strip('"')
+    return result
+
+
+class Pipeline:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, options: Options | None = None) -> None:
+        self.spec = spec
+        self.fixtures = fixtures
+        self.options = options or Options()
+        settings = fixtures.settings
+        self.request_id_header = settings.get("requestIdHeader", "X-Request-Id")
+        auth = settings.get("auth", {})
+        self.auth = Authenticator(spec.security_schemes,
+                                  {name: Token(**raw) for name, raw in auth.get("tokens", {}).items()},
+                                  default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
+        self.router = Router(list(spec.operations.values()), spec.base_path)
+        self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
+        self.errors = ErrorRenderer(settings.get("errors"), spec)
+        self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
+        self.header_values = self._declared_header_values()
+        problems = self.answers.problems + self._check_error_envelope()
+        if problems:
+            raise LoadError(problems)
+
+    @classmethod
+    def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None) -> "Pipeline":
+        """Load and check everything; LoadError lists every problem of the description and the fixtures."""
+        problems: list[Problem] = []
+        spec = fixtures = None
+        try:
+            spec = SpecIndex(spec_path)
+        except LoadError as exc:
+            problems.extend(exc.problems)
+        try:
+            fixtures = load_fixtures(fixtures_path)
+        except LoadError as exc:
+            problems.extend(exc.problems)
+        if problems or spec is None or fixtures is None:
+            raise LoadError(problems)
+        return cls(spec, fixtures, options)
+
+    # -- start-up checks -----------------------------------------------------------------------------------
+    def _declared_header_values(self) -> dict[tuple[str, int], dict[str, str]]:
+        """Values for the headers each response must carry (`Retry-After` on a 503), from the description's
+        examples or defaults, else generated: fixed at start-up."""
+        values: dict[tuple[str, int], dict[str, str]] = {}
+        for op in self.spec.operations.values():
+            for status, response in op.responses.items():
+                if not status.isdigit():
+                    continue
+                for header in response.headers.values():
+                    if not header.required or header.name.lower() == self.request_id_header.lower():
+                        continue
+                    values.setdefault((op.id, int(status)), {})[header.name] = self._header_example(op, header)
+        return values
+
+    def _header_example(self, op: Operation, header: Header) -> str:
+        if header.examples:
+            return _text(header.examples[0])
+        if header.schema is None:
+            return "1"
+        rng = self.answers.rng(f"{op.id}|{header.name}")
+        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng))
+
+    def _check_error_envelope(self) -> list[Problem]:
+        """The envelope, filled, must fit every error response the description declares."""
+        problems = []
+        for op in self.spec.operations.values():
+            for status, response in op.responses.items():
+                if not (status.isdigit() and int(status) >= 400):
+                    continue
+                media_type = self.errors.media_type_for(int(status), op)
+                media = response.content.get(media_type)
+                if media is None or media.schema is None:
+                    continue
+                sample = self.errors.body(MockError(int(status), "sample", details={"sample": True}), "req_sample", op)
+                for error in iter_errors(media.schema.validator, sample):
+                    file, line, pointer = self.spec.docs.location(media.schema.uri)
+                    problems.append(Problem(file, pointer, f"the error envelope from the fixtures' settings does not "
+                                            f"fit {op.id} {status}: {error.message}", str(error.validator), line))
+                    break
+        return problems
+
+    # -- request path --------------------------------------------------------------------------------------
+    def request_id(self, request: MockRequest) -> str:
+        given = request.header(self.request_id_header)
+        return given if given and _SANE_ID.match(given) else "req_" + uuid.uuid4().hex
+
+    def handle(self, request: MockRequest) -> MockResponse:
+        request_id = self.request_id(request)
+        op: Operation | None = None
+        try:
+            match = self.router.match(request.method, request.path)
+            op = match.operation
+            caller = self.auth.authenticate(op, request)
+            valid = self.validators[op.id].validate(request, match.path_params)
+            ctx = Context(valid, caller)
+            answer = self._answer(op, ctx, parse_prefer(request.header("prefer")), request)
+            headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
+                       self.request_id_header: request_id}
+            if self.options.validate_responses:
+                check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
+                               answer.origin)
+            return MockResponse(answer.status, serialize(answer.payload, answer.media_type), answer.media_type,
+                                headers, answer.source, op.id, answer.payload)
+        except MockError as error:
+            if isinstance(error, ContractViolation):
+                log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)
+            return self.error_response(error, request_id, op)
+
+    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest) -> Answer:
+        if "code" in prefer:
+            raise self._preferred_error(op, prefer["code"])
+        self.answers.check_rules(op, ctx)
+        if "example" in prefer:
+            answer = self.answers.from_example(op, prefer["example"])
+            if answer:
+                return answer
+        if prefer.get("dynamic") != "true":
+            answer = self.answers.from_fixture(op, ctx) or self.answers.from_example(op)
+            if answer:
+                return answer
+        return self.answers.generated(op, f"{request.method} {request.path}?{request.query_string}")
+
+    def _preferred_error(self, op: Operation, code: str) -> MockError:
+        if not code.isdigit() or not op.declares(int(code)):
+            declared = ", ".join(op.declared_statuses)
+            return MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
+                             details={"preferred": code, "declared": op.declared_statuses})
+        status = int(code)
+        if status < 400:
+            return MockError(400, f"Prefer: code={code} asks for a success; only error statuses can be forced",
+                             details={"preferred": code})
+        return MockError(status, f"answered {status} as asked by the Prefer header", details={"preferred": status})
+
+    def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
+        payload = self.errors.body(error, request_id, op)
+        media_type = self.errors.media_type_for(error.status, op)
+        headers = {**(self.header_values.get((op.id, error.status), {}) if op else {}), **error.headers,
+                   self.request_id_header: request_id}
+        return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
+                            op.id if op else None, payload)
+
+
+def serialize(payload: Any, media_type: str | None) -> bytes:
+    if payload is None:
+        return b""
+    if isinstance(payload, bytes):
+        return payload
+    if media_type and "json" not in media_type and isinstance(payload, str):
+        return payload.encode()
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)

@@ -1,0 +1,238 @@
+"""Validating a request against its operation: parameters (parsed by style, coerced to the schema's type,
+defaults applied) and the body. Every violation is collected, then answered once as `400` with details a program
+can read: the parameter, where it was, the JSON pointer inside its value, and the rule."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
+from typing import Any
+from urllib.parse import parse_qsl
+
+from .errors import MockError
+from .http import MockRequest
+from .schemas import Resolve, instance_pointer, iter_errors, schema_types
+from .spec import MediaType, Operation, Parameter
+
+_INT = re.compile(r"^-?\d+$")
+_NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_SKIPPED_HEADERS = {"accept", "content-type", "authorization"}  # OpenAPI: described elsewhere, ignored here
+_DELIMITER = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
+
+
+@dataclass
+class Violation:
+    parameter: str
+    location: str
+    pointer: str
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"parameter": self.parameter, "in": self.location, "pointer": self.pointer, "rule": self.rule,
+                "message": self.message}
+
+
+@dataclass
+class ValidRequest:
+    """Parameter values after coercion and defaults, and which ones the caller really sent."""
+
+    path: dict[str, Any] = field(default_factory=dict)
+    query: dict[str, Any] = field(default_factory=dict)
+    header: dict[str, Any] = field(default_factory=dict)
+    cookie: dict[str, Any] = field(default_factory=dict)
+    sent: set[tuple[str, str]] = field(default_factory=set)
+    body: Any = None
+
+    def get(self, location: str, name: str) -> Any:
+        values: dict[str, Any] = getattr(self, location)
+        return values.get(name.lower() if location == "header" else name)
+
+
+def bad_input(violations: list[Violation]) -> MockError:
+    first = violations[0]
+    where = f"{first.location} parameter {first.parameter!r}" if first.location != "body" else "request body"
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    return MockError(400, f"{where}: {first.message}{more}",
+                     details={"violations": [v.as_dict() for v in violations]})
+
+
+def items_schema(node: Any, uri: str, resolve: Resolve) -> tuple[Any, str]:
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        node, uri = resolve(node["$ref"], uri)
+    return (node.get("items") if isinstance(node, dict) else None), uri + "/items"
+
+
+def coerce(raw: str, kinds: set[str]) -> Any:
+    """A query/path/header string as the schema's type, when it reads as one; else the string (so the validator
+    reports the type error in the API's words)."""
+    if "integer" in kinds and _INT.match(raw):
+        return int(raw)
+    if "number" in kinds and _NUMBER.match(raw):
+        number = float(raw)
+        return int(number) if number.is_integer() and "." not in raw and "e" not in raw.lower() else number
+    if "boolean" in kinds and raw in ("true", "false"):
+        return raw == "true"
+    if "null" in kinds and raw in ("", "null") and "string" not in kinds:
+        return None
+    return raw
+
+
+@dataclass
+class _Param:
+    spec: Parameter
+    kinds: set[str]
+    item_kinds: set[str]
+
+
+class RequestValidator:
+    """Per operation, the parameters' coercion rules worked out once at start-up."""
+
+    def __init__(self, op: Operation, resolve: Resolve) -> None:
+        self.op = op
+        self.params: list[_Param] = []
+        for p in op.parameters:
+            if p.location == "header" and p.name.lower() in _SKIPPED_HEADERS:
+                continue
+            kinds: set[str] = set()
+            item_kinds: set[str] = set()
+            if p.schema is not None and not p.json_content:
+                kinds = schema_types(p.schema.node, p.schema.uri, resolve)
+                if "array" in kinds:
+                    node, uri = items_schema(p.schema.node, p.schema.uri, resolve)
+                    item_kinds = schema_types(node, uri, resolve)
+            self.params.append(_Param(p, kinds, item_kinds))
+
+    def validate(self, request: MockRequest, path_params: dict[str, str]) -> ValidRequest:
+        result = ValidRequest()
+        violations: list[Violation] = []
+        try:
+            query = parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError:
+            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")]) from None
+        query_values: dict[str, list[str]] = {}
+        for name, value in query:
+            query_values.setdefault(name, []).append(value)
+        cookies = _cookies(request.header("cookie"))
+        for param in self.params:
+            p = param.spec
+            raw = self._raw(p, request, path_params, query_values, cookies)
+            key = p.name.lower() if p.location == "header" else p.name
+            target: dict[str, Any] = getattr(result, p.location)
+            if raw is None:
+                if p.required:
+                    violations.append(Violation(p.name, p.location, "", "required",
+                                                f"the {p.location} parameter {p.name!r} is required"))
+                elif p.has_default:
+                    target[key] = p.default
+                continue
+            result.sent.add((p.location, key))
+            value, problem = self._parse(param, raw)
+            if problem:
+                violations.append(problem)
+                continue
+            target[key] = value
+            if p.schema is not None:
+                for error in iter_errors(p.schema.validator, value):
+                    violations.append(Violation(p.name, p.location, instance_pointer(error), str(error.validator),
+                                                _message(error.message)))
+        body_violations: list[Violation] = []
+        if self.op.request_body is not None:
+            result.body = self._body(request, body_violations)
+        if violations or body_violations:
+            raise bad_input(violations + body_violations)
+        return result
+
+    def _raw(self, p: Parameter, request: MockRequest, path_params: dict[str, str],
+             query: dict[str, list[str]], cookies: dict[str, str]) -> list[str] | None:
+        if p.location == "path":
+            value = path_params.get(p.name)
+            return None if value is None else [value]
+        if p.location == "query":
+            return query.get(p.name)
+        if p.location == "header":
+            value = request.header(p.name)
+            return None if value is None else [value]
+        value = cookies.get(p.name)
+        return None if value is None else [value]
+
+    def _parse(self, param: _Param, raw: list[str]) -> tuple[Any, Violation | None]:
+        p = param.spec
+        if p.json_content:
+            try:
+                return json.loads(raw[-1]), None
+            except json.JSONDecodeError as exc:
+                return None, Violation(p.name, p.location, "", "json", f"not valid JSON: {exc.msg}")
+        if "array" in param.kinds:
+            if p.location == "query" and p.explode and p.style == "form":
+                parts = raw
+            else:
+                parts = raw[-1].split(_DELIMITER.get(p.style, ",")) if raw[-1] != "" else []
+            return [coerce(part, param.item_kinds) for part in parts], None
+        if len(raw) > 1:
+            return None, Violation(p.name, p.location, "", "repeated",
+                                   f"given {len(raw)} times; it takes a single value")
+        return coerce(raw[0], param.kinds), None
+
+    def _body(self, request: MockRequest, violations: list[Violation]) -> Any:
+        body = self.op.request_body
+        assert body is not None
+        if not request.body:
+            if body.required:
+                violations.append(Violation("body", "body", "", "required", "a request body is required"))
+            return None
+        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+        media = match_media_type(content_type, body.content)
+        if media is None:
+            raise MockError(415, f"unsupported Content-Type {content_type or '(none)'!r}; this operation takes "
+                                 + ", ".join(body.content),
+                            details={"contentType": content_type, "accepted": list(body.content)})
+        if "json" in media.name:
+            try:
+                value = json.loads(request.body)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+                violations.append(Violation("body", "body", "", "json", f"malformed JSON{where}"))
+                return None
+        elif media.name == "application/x-www-form-urlencoded":
+            value = dict(parse_qsl(request.body.decode("utf-8", "replace"), keep_blank_values=True))
+        else:
+            return request.body
+        if media.schema is not None:
+            for error in iter_errors(media.schema.validator, value):
+                violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
+                                            error.message))
+        return value
+
+
+def match_media_type(content_type: str, content: dict[str, MediaType]) -> MediaType | None:
+    """The declared media type a concrete one falls under: exact, then `type/*`, then `*/*`."""
+    if content_type in content:
+        return content[content_type]
+    major = content_type.split("/")[0]
+    for name, media in content.items():
+        if name == f"{major}/*" or name == "*/*":
+            return media
+    if not content_type:
+        return None
+    for name, media in content.items():
+        if name.split(";")[0].strip().lower() == content_type:
+            return media
+    return None
+
+
+def _cookies(header: str | None) -> dict[str, str]:
+    if not header:
+        return {}
+    jar = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return {}
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+def _message(message: str) -> str:
+    """jsonschema's words, capped: a 100 kB parameter must not come back whole in the error."""
+    return message if len(message) <= 300 else message[:297] + "..."

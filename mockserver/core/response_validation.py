@@ -1,0 +1,53 @@
+"""Checking an answer against the description before it leaves: a response that would break the contract is
+never sent as if it were fine."""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import MockError
+from .request_validation import coerce
+from .schemas import instance_pointer, iter_errors
+from .spec import Operation
+
+
+class ContractViolation(MockError):
+    """The mock's own fault: rendered as 500 `mock-contract-violation`, naming what broke which rule."""
+
+    def __init__(self, message: str, details: dict[str, Any]) -> None:
+        super().__init__(500, message, code="mock-contract-violation", details=details)
+
+
+def check_response(op: Operation, status: int, media_type: str | None, payload: Any, headers: dict[str, str],
+                   source: str, origin: str = "") -> None:
+    where = f"the {source} answer" + (f" from {origin}" if origin else "")
+    response = op.response(status)
+    if response is None:
+        raise ContractViolation(f"{where} has status {status}, which {op.id} does not declare",
+                                {"source": source, "origin": origin, "rule": "status", "status": status})
+    if response.content:
+        media = response.content.get(media_type or "")
+        if media is None:
+            raise ContractViolation(f"{where} is {media_type}, which {op.id} {status} does not declare",
+                                    {"source": source, "origin": origin, "rule": "content-type"})
+        if media.schema is not None:
+            for error in iter_errors(media.schema.validator, payload):
+                pointer = instance_pointer(error)
+                raise ContractViolation(
+                    f"{where} breaks the {op.id} {status} schema at {pointer or '/'}: {error.message}",
+                    {"source": source, "origin": origin, "pointer": pointer, "rule": str(error.validator),
+                     "schema": error.schema_path and "/".join(str(p) for p in error.schema_path)})
+    lower = {k.lower(): v for k, v in headers.items()}
+    for header in response.headers.values():
+        value = lower.get(header.name.lower())
+        if value is None:
+            if header.required:
+                raise ContractViolation(f"{where} lacks the required header {header.name}",
+                                        {"source": source, "origin": origin, "rule": "required",
+                                         "header": header.name})
+            continue
+        if header.schema is not None:
+            errors = list(iter_errors(header.schema.validator, coerce(value, header.kinds)))
+            if errors:
+                raise ContractViolation(f"{where} has header {header.name}: {errors[0].message}",
+                                        {"source": source, "origin": origin, "rule": str(errors[0].validator),
+                                         "header": header.name})

@@ -1,0 +1,85 @@
+"""Matching a request path to an operation, by OpenAPI's rules: a concrete path beats a templated one, and a
+template may sit inside a segment (`/Accounts/{Sid}.json`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from .errors import MockError
+from .spec import Operation
+
+_PARAM = re.compile(r"\{([^{}/]+)\}")
+
+
+@dataclass(frozen=True)
+class Route:
+    template: str
+    pattern: re.Pattern[str]
+    names: tuple[str, ...]
+    operations: dict[str, Operation]  # by upper-case method
+
+    @property
+    def rank(self) -> tuple[int, int, int]:
+        """Fewer templated segments first, then more literal characters, then longer paths."""
+        literal = len(_PARAM.sub("", self.template))
+        return (len(self.names), -literal, -self.template.count("/"))
+
+
+@dataclass(frozen=True)
+class Match:
+    operation: Operation
+    path_params: dict[str, str]
+
+
+class Router:
+    def __init__(self, operations: list[Operation], base_path: str = "") -> None:
+        self.base_path = base_path
+        by_template: dict[str, dict[str, Operation]] = {}
+        for op in operations:
+            by_template.setdefault(op.path, {})[op.method] = op
+        routes = [self._compile(t, ops) for t, ops in by_template.items()]
+        self._routes = sorted(routes, key=lambda r: r.rank)
+
+    @staticmethod
+    def _compile(template: str, operations: dict[str, Operation]) -> Route:
+        names: list[str] = []
+        parts: list[str] = []
+        last = 0
+        for m in _PARAM.finditer(template):
+            parts.append(re.escape(template[last:m.start()]))
+            names.append(m.group(1))
+            parts.append(f"(?P<p{len(names) - 1}>[^/]+)")
+            last = m.end()
+        parts.append(re.escape(template[last:]))
+        return Route(template, re.compile("".join(parts) + "/?$" if template != "/" else "/$"), tuple(names), operations)
+
+    def match(self, method: str, raw_path: str) -> Match:
+        """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError."""
+        path = raw_path
+        if self.base_path:
+            if path != self.base_path and not path.startswith(self.base_path + "/"):
+                raise MockError(404, f"no operation at {raw_path}: paths start with {self.base_path}",
+                                details={"path": raw_path})
+            path = path[len(self.base_path):] or "/"
+        first: Route | None = None
+        for route in self._routes:
+            m = route.pattern.match(path)
+            if not m:
+                continue
+            op = route.operations.get(method.upper())
+            if op is None:
+                first = first or route  # a less concrete template may still have this method
+                continue
+            values = {name: unquote(m.group(f"p{i}")) for i, name in enumerate(route.names)}
+            return Match(op, values)
+        if first is not None:
+            allow = ", ".join(sorted(first.operations))
+            raise MockError(405, f"{method.upper()} is not allowed on {first.template}; allowed: {allow}",
+                            details={"path": raw_path, "allowed": sorted(first.operations)},
+                            headers={"Allow": allow})
+        raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
+
+    @property
+    def templates(self) -> list[str]:
+        return [r.template for r in self._routes]

@@ -1,0 +1,144 @@
+"""The small rule language of fixtures: values taken from the request, conditions on them, and filters on items.
+
+Rules are compiled once at load into closures; on the request path a filter binds the request's values once
+(`bind`) and then tests items with plain comparisons.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .auth import Caller
+from .request_validation import ValidRequest
+
+LOCATIONS = ("path", "query", "header", "cookie", "caller")
+_MISSING = object()
+
+
+@dataclass
+class Context:
+    """What a rule may read: the validated request and the caller."""
+
+    request: ValidRequest
+    caller: Caller
+
+
+Value = Callable[[Context], Any]
+Condition = Callable[[Context], bool]
+ItemTest = Callable[[dict[str, Any]], bool]
+
+
+def _reference(spec: Any) -> tuple[str, str] | None:
+    if isinstance(spec, dict):
+        for location in LOCATIONS:
+            if location in spec and isinstance(spec[location], str):
+                return location, spec[location]
+    return None
+
+
+def compile_value(spec: Any) -> Value:
+    """A literal, or `{query: name}` / `{path: …}` / `{header: …}` / `{caller: id|tenant}`, optionally `split`."""
+    ref = _reference(spec)
+    if ref is None:
+        return lambda ctx: spec
+    location, name = ref
+    split = spec.get("split")
+
+    def value(ctx: Context) -> Any:
+        found = ctx.caller.value(name) if location == "caller" else ctx.request.get(location, name)
+        if split and isinstance(found, str):
+            return found.split(split)
+        return found
+
+    return value
+
+
+def _was_sent(location: str, name: str) -> Condition:
+    if location == "caller":
+        return lambda ctx: ctx.caller.value(name) is not None
+    key = name.lower() if location == "header" else name
+    return lambda ctx: (location, key) in ctx.request.sent
+
+
+def compile_condition(spec: dict[str, Any]) -> Condition:
+    if "all" in spec:
+        parts = [compile_condition(s) for s in spec["all"]]
+        return lambda ctx: all(p(ctx) for p in parts)
+    if "any" in spec:
+        parts = [compile_condition(s) for s in spec["any"]]
+        return lambda ctx: any(p(ctx) for p in parts)
+    if "not" in spec:
+        inner = compile_condition(spec["not"])
+        return lambda ctx: not inner(ctx)
+    ref = _reference(spec)
+    assert ref is not None, "the fixture schema allows no other shape"
+    subject = compile_value({ref[0]: ref[1]})
+    if "present" in spec:
+        sent = _was_sent(*ref)
+        return sent if spec["present"] else (lambda ctx: not sent(ctx))
+    compare = _comparison(spec)
+    return lambda ctx: compare(ctx)(subject(ctx))
+
+
+def _comparison(spec: dict[str, Any]) -> Callable[[Context], Callable[[Any], bool]]:
+    """`equals` / `notEquals` / `in` / `startsWith` against a literal or a request value, bound per request."""
+    fold = _folder(spec.get("ignoreCase", False))
+    op = next(op for op in ("equals", "notEquals", "in", "startsWith") if op in spec)
+    other = compile_value(spec[op])
+
+    def bind(ctx: Context) -> Callable[[Any], bool]:
+        wanted = other(ctx)
+        if op == "in":
+            options = [fold(o) for o in (wanted if isinstance(wanted, list) else [wanted])]
+            return lambda v: v is not _MISSING and fold(v) in options
+        wanted = fold(wanted)
+        if op == "equals":
+            return lambda v: v is not _MISSING and fold(v) == wanted
+        if op == "notEquals":
+            return lambda v: v is _MISSING or fold(v) != wanted
+        return lambda v: isinstance(v, str) and isinstance(wanted, str) and fold(v).startswith(wanted)
+
+    return bind
+
+
+def _folder(ignore_case: bool) -> Callable[[Any], Any]:
+    if not ignore_case:
+        return lambda v: v
+    return lambda v: v.lower() if isinstance(v, str) else v
+
+
+def field_getter(path: str) -> Callable[[dict[str, Any]], Any]:
+    """A dotted path into an item; a missing step gives a sentinel, never an exception."""
+    steps = path.split(".")
+
+    def get(item: dict[str, Any]) -> Any:
+        value: Any = item
+        for step in steps:
+            if not isinstance(value, dict) or step not in value:
+                return _MISSING
+            value = value[step]
+        return value
+
+    return get
+
+
+class Filter:
+    """`{field, equals|notEquals|in|startsWith|present, ignoreCase?, when?}` on the items of a collection."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.field = field_getter(spec["field"])
+        self.when = compile_condition(spec["when"]) if "when" in spec else None
+        self.present = spec.get("present")
+        self.compare = None if "present" in spec else _comparison(spec)
+
+    def bind(self, ctx: Context) -> ItemTest | None:
+        """A test for items under this request, or None when the filter does not apply to it."""
+        if self.when is not None and not self.when(ctx):
+            return None
+        get = self.field
+        if self.present is not None:
+            wanted = bool(self.present)
+            return lambda item: (get(item) is not _MISSING) == wanted
+        assert self.compare is not None
+        test = self.compare(ctx)  # the request side is read once, not once per item
+        return lambda item: test(get(item))

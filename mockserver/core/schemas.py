@@ -1,0 +1,106 @@
+"""Compiling JSON Schema validators for schemas that live inside OpenAPI documents.
+
+A validator is built for `{"$ref": "<file uri>#<pointer>"}`, so every `$ref` inside the schema resolves against
+the document it stands in, across files. OpenAPI 3.0 documents are rewritten to JSON Schema 2020-12 first
+(`nullable`, boolean `exclusiveMinimum`), so one validator class serves both versions.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from .documents import DocumentSet, pointer_join
+
+FORMAT_CHECKER = Draft202012Validator.FORMAT_CHECKER
+Resolve = Callable[[str, str], tuple[Any, str]]
+
+
+def openapi30_to_jsonschema(node: Any) -> Any:
+    """Rewrite 3.0-only schema keywords in place, everywhere in a document."""
+    if isinstance(node, dict):
+        for value in node.values():
+            openapi30_to_jsonschema(value)
+        if node.get("nullable") is True:
+            _make_nullable(node)
+        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            if isinstance(node.get(bound), bool):
+                if node.pop(bound) and limit in node:
+                    node[bound] = node.pop(limit)
+    elif isinstance(node, list):
+        for value in node:
+            openapi30_to_jsonschema(value)
+    return node
+
+
+def _make_nullable(schema: dict[str, Any]) -> None:
+    schema.pop("nullable")
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        schema["type"] = [*kind, "null"]
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    if kind is None:
+        moved = {k: schema.pop(k) for k in ("$ref", "allOf", "oneOf", "anyOf") if k in schema}
+        if moved:
+            schema["anyOf"] = [moved, {"type": "null"}]
+
+
+class SchemaCompiler:
+    """Builds validators over a DocumentSet; all documents share one registry, crawled once."""
+
+    def __init__(self, docs: DocumentSet) -> None:
+        self._docs = docs
+        resources = [(uri, DRAFT202012.create_resource(doc.data)) for uri, doc in docs.documents.items()]
+        self._registry: Registry = Registry(retrieve=self._retrieve).with_resources(resources).crawl()  # type: ignore[call-arg]
+
+    def _retrieve(self, uri: str) -> Resource:
+        return DRAFT202012.create_resource(self._docs.document(uri).data)
+
+    def validator(self, uri: str) -> Draft202012Validator:
+        return Draft202012Validator({"$ref": uri}, registry=self._registry, format_checker=FORMAT_CHECKER)
+
+
+def iter_errors(validator: Draft202012Validator, instance: Any) -> Iterator[ValidationError]:
+    """Errors leaf-first: for `oneOf`/`anyOf` the most specific sub-error says more than the umbrella one."""
+    for error in validator.iter_errors(instance):
+        yield _deepest(error)
+
+
+def _deepest(error: ValidationError) -> ValidationError:
+    if error.context:
+        return _deepest(best_match(error.context))
+    return error
+
+
+def instance_pointer(error: ValidationError) -> str:
+    return pointer_join("", *error.absolute_path)
+
+
+def schema_types(node: Any, uri: str, resolve: Resolve, depth: int = 0) -> set[str]:
+    """The JSON types a schema admits, looking through `$ref`, `allOf`, `anyOf` and `oneOf`."""
+    if not isinstance(node, dict) or depth > 10:
+        return set()
+    if isinstance(node.get("$ref"), str):
+        target, target_uri = resolve(node["$ref"], uri)
+        return schema_types(target, target_uri, resolve, depth + 1)
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    found: set[str] = set()
+    for key in ("allOf", "anyOf", "oneOf"):
+        for sub in node.get(key) or []:
+            found |= schema_types(sub, uri, resolve, depth + 1)
+    if not found:
+        if "properties" in node:
+            found.add("object")
+        elif "items" in node:
+            found.add("array")
+    return found

@@ -1,0 +1,344 @@
+"""The description, indexed once at start-up: operations with their resolved parameters, bodies, responses,
+security and compiled validators. Nothing on the request path reads the raw documents again."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlparse
+
+from jsonschema import Draft202012Validator
+
+from .documents import DocumentSet, RefError, pointer_join
+from .errors import LoadError, Problem
+from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_DEFAULT_STYLE = {"query": "form", "cookie": "form", "path": "simple", "header": "simple"}
+
+
+@dataclass
+class Schema:
+    """A schema as it stands in its document, its URI (for messages and refs) and its compiled validator."""
+
+    node: Any
+    uri: str
+    validator: Draft202012Validator
+
+
+@dataclass
+class Parameter:
+    name: str
+    location: str
+    required: bool
+    schema: Schema | None
+    style: str
+    explode: bool
+    uri: str
+    json_content: bool = False  # `content: {application/json: …}`: the value is JSON text
+
+    @property
+    def default(self) -> Any:
+        node = self.schema.node if self.schema else None
+        return node.get("default") if isinstance(node, dict) else None
+
+    @property
+    def has_default(self) -> bool:
+        return isinstance(self.schema.node if self.schema else None, dict) and "default" in self.schema.node  # type: ignore[union-attr]
+
+
+@dataclass
+class MediaType:
+    name: str
+    schema: Schema | None
+    examples: dict[str, Any]  # name -> value, in the description's order; a lone `example` is named "example"
+
+
+@dataclass
+class Header:
+    name: str
+    required: bool
+    schema: Schema | None
+    kinds: set[str] = field(default_factory=set)  # the JSON types its schema admits, to read the header's text
+    examples: list[Any] = field(default_factory=list)  # the header's own example(s), then its schema's
+
+
+@dataclass
+class Response:
+    status: str
+    description: str
+    headers: dict[str, Header]
+    content: dict[str, MediaType]
+    uri: str
+
+
+@dataclass
+class RequestBody:
+    required: bool
+    content: dict[str, MediaType]
+
+
+@dataclass
+class Operation:
+    id: str
+    method: str
+    path: str
+    parameters: list[Parameter]
+    request_body: RequestBody | None
+    responses: dict[str, Response]
+    security: list[dict[str, list[str]]]
+    uri: str
+    deprecated: bool = False
+    tags: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    def response(self, status: int) -> Response | None:
+        """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
+        return (self.responses.get(str(status)) or self.responses.get(f"{str(status)[0]}XX")
+                or self.responses.get("default"))
+
+    def declares(self, status: int) -> bool:
+        return str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
+
+    @property
+    def success_status(self) -> int:
+        """The status a normal answer takes: the lowest declared 2xx (200 for a bare `2XX` or only `default`)."""
+        codes = sorted(int(s) for s in self.responses if s.isdigit() and s.startswith("2"))
+        return codes[0] if codes else 200
+
+    @property
+    def declared_statuses(self) -> list[str]:
+        return sorted(self.responses)
+
+
+class SpecIndex:
+    """Loads a description and everything it references; raises LoadError listing every problem."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.docs = DocumentSet(path)
+        except RefError as exc:
+            raise LoadError([Problem(str(path), "", str(exc), "read")]) from None
+        root = self.docs.root.data
+        self.version = self._check_version(root)
+        if self.version.startswith("3.0"):
+            self.docs.set_transform(openapi30_to_jsonschema)
+        self.problems: list[Problem] = []
+        self._load_all_refs()
+        self.schemas = SchemaCompiler(self.docs)
+        self.title = str((root.get("info") or {}).get("title", path.name))
+        self.base_path = _base_path(root.get("servers"))
+        self.security_schemes: dict[str, dict[str, Any]] = {}
+        for name, scheme in ((root.get("components") or {}).get("securitySchemes") or {}).items():
+            self.security_schemes[name] = self.docs.deref(scheme, self._uri("components", "securitySchemes", name))[0]
+        self.operations: dict[str, Operation] = {}
+        self._index_paths(root)
+        if self.problems:
+            raise LoadError(self.problems)
+
+    # -- loading ---------------------------------------------------------------------------------------------
+    def _uri(self, *tokens: Any) -> str:
+        return self.docs.root.uri + "#" + pointer_join("", *tokens)
+
+    def _check_version(self, root: Any) -> str:
+        doc = self.docs.root
+        if not isinstance(root, dict):
+            raise LoadError([doc.problem("", "an OpenAPI description must be a mapping", "type")])
+        if "swagger" in root:
+            raise LoadError([doc.problem("/swagger", f"Swagger {root['swagger']} is not supported: convert it to "
+                                         "OpenAPI 3 (e.g. with swagger2openapi)", "version")])
+        version = str(root.get("openapi", ""))
+        if not re.match(r"^3\.[01]\.\d+", version):
+            raise LoadError([doc.problem("/openapi", f"unsupported OpenAPI version {version or '(missing)'!r}: "
+                                         "3.0.x and 3.1.x are served", "version")])
+        return version
+
+    def _load_all_refs(self) -> None:
+        """Resolve every `$ref` once, in every document reached, so a broken one stops start-up with its place."""
+        pending = list(self.docs.documents.values())
+        seen = set()
+        while pending:
+            doc = pending.pop()
+            if doc.uri in seen:
+                continue
+            seen.add(doc.uri)
+            for pointer, ref in _refs(doc.data, ""):
+                try:
+                    self.docs.resolve(ref, doc.uri + "#" + pointer)
+                except (RefError, LoadError) as exc:
+                    problems = exc.problems if isinstance(exc, LoadError) else [
+                        doc.problem(pointer + "/$ref", f"unresolved $ref {ref!r}: {exc}", "$ref")]
+                    self.problems.extend(problems)
+                    continue
+            pending.extend(d for d in self.docs.documents.values() if d.uri not in seen)
+
+    def _problem(self, uri: str, message: str, rule: str) -> None:
+        file, line, pointer = self.docs.location(uri)
+        self.problems.append(Problem(file, pointer, message, rule, line))
+
+    def _schema(self, node: Any, uri: str) -> Schema | None:
+        if node is None:
+            return None
+        return Schema(node, uri, self.schemas.validator(uri))
+
+    def _index_paths(self, root: dict[str, Any]) -> None:
+        paths = root.get("paths") or {}
+        if not isinstance(paths, dict):
+            self._problem(self._uri("paths"), "`paths` must be a mapping", "type")
+            return
+        global_security = root.get("security", [])
+        for template, item in paths.items():
+            item, item_uri = self.docs.deref(item, self._uri("paths", template))
+            if not isinstance(item, dict):
+                continue
+            shared = item.get("parameters") or []
+            for method in HTTP_METHODS:
+                if method in item:
+                    self._index_operation(template, method, item[method], item_uri, shared, global_security)
+
+    def _index_operation(self, template: str, method: str, node: Any, item_uri: str, shared: list[Any],
+                         global_security: list[Any]) -> None:
+        uri = pointer_uri(item_uri, method)
+        if not isinstance(node, dict):
+            self._problem(uri, "an operation must be a mapping", "type")
+            return
+        op_id = str(node.get("operationId") or f"{method.upper()} {template}")
+        if op_id in self.operations:
+            self._problem(pointer_uri(uri, "operationId"), f"operationId {op_id!r} is used twice", "operationId")
+            return
+        responses = node.get("responses")
+        if not isinstance(responses, dict) or not responses:
+            self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses", "responses")
+            return
+        parameters: dict[tuple[str, str], Parameter] = {}
+        for index, raw in enumerate(shared):
+            param = self._parameter(raw, pointer_uri(item_uri, "parameters", index))
+            if param:
+                parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
+        for index, raw in enumerate(node.get("parameters") or []):
+            param = self._parameter(raw, pointer_uri(uri, "parameters", index))
+            if param:
+                parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
+        self.operations[op_id] = Operation(
+            id=op_id,
+            method=method.upper(),
+            path=template,
+            parameters=list(parameters.values()),
+            request_body=self._request_body(node.get("requestBody"), pointer_uri(uri, "requestBody")),
+            responses={str(status): self._response(str(status), raw, pointer_uri(uri, "responses", status))
+                       for status, raw in responses.items()},
+            security=node.get("security", global_security) or [],
+            uri=uri,
+            deprecated=bool(node.get("deprecated")),
+            tags=list(node.get("tags") or []),
+            summary=str(node.get("summary") or ""),
+        )
+
+    def _parameter(self, raw: Any, uri: str) -> Parameter | None:
+        node, uri = self.docs.deref(raw, uri)
+        if not isinstance(node, dict) or "name" not in node or node.get("in") not in _DEFAULT_STYLE:
+            self._problem(uri, "a parameter needs a `name` and an `in` of path, query, header or cookie", "parameter")
+            return None
+        location = node["in"]
+        style = node.get("style", _DEFAULT_STYLE[location])
+        schema, json_content = None, False
+        if "schema" in node:
+            schema = self._schema(node["schema"], pointer_uri(uri, "schema"))
+        elif isinstance(node.get("content"), dict) and node["content"]:
+            media, media_node = next(iter(node["content"].items()))
+            schema = self._schema((media_node or {}).get("schema"), pointer_uri(uri, "content", media, "schema"))
+            json_content = "json" in media
+        return Parameter(
+            name=str(node["name"]),
+            location=location,
+            required=bool(node.get("required")) or location == "path",
+            schema=schema,
+            style=style,
+            explode=bool(node.get("explode", style == "form")),
+            uri=uri,
+            json_content=json_content,
+        )
+
+    def _media_types(self, content: Any, uri: str) -> dict[str, MediaType]:
+        result: dict[str, MediaType] = {}
+        for name, raw in (content or {}).items():
+            media_uri = pointer_uri(uri, name)
+            node, media_uri = self.docs.deref(raw or {}, media_uri)
+            examples: dict[str, Any] = {}
+            if "example" in node:
+                examples["example"] = node["example"]
+            for ex_name, ex in (node.get("examples") or {}).items():
+                ex, _ = self.docs.deref(ex, pointer_uri(media_uri, "examples", ex_name))
+                if isinstance(ex, dict) and "value" in ex:
+                    examples[str(ex_name)] = ex["value"]
+            result[str(name)] = MediaType(str(name), self._schema(node.get("schema"), pointer_uri(media_uri, "schema")),
+                                          examples)
+        return result
+
+    def _request_body(self, raw: Any, uri: str) -> RequestBody | None:
+        if raw is None:
+            return None
+        node, uri = self.docs.deref(raw, uri)
+        return RequestBody(bool(node.get("required")), self._media_types(node.get("content"), pointer_uri(uri, "content")))
+
+    def _response(self, status: str, raw: Any, uri: str) -> Response:
+        node, uri = self.docs.deref(raw, uri)
+        node = node if isinstance(node, dict) else {}
+        headers: dict[str, Header] = {}
+        for name, header in (node.get("headers") or {}).items():
+            header_uri = pointer_uri(uri, "headers", name)
+            header, header_uri = self.docs.deref(header, header_uri)
+            if str(name).lower() == "content-type":
+                continue  # OpenAPI: ignored
+            schema = self._schema(header.get("schema"), pointer_uri(header_uri, "schema"))
+            kinds = schema_types(schema.node, schema.uri, self.docs.resolve) if schema else set()
+            examples = _examples(header) + (_examples(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
+            headers[str(name)] = Header(str(name), bool(header.get("required")), schema, kinds, examples)
+        return Response(status, str(node.get("description", "")), headers,
+                        self._media_types(node.get("content"), pointer_uri(uri, "content")), uri)
+
+
+def _examples(node: Any) -> list[Any]:
+    """`example`, `examples` (a list in a schema, a map of Example objects in a header), then `default`."""
+    if not isinstance(node, dict):
+        return []
+    found = [node["example"]] if "example" in node else []
+    examples = node.get("examples")
+    if isinstance(examples, list):
+        found += examples
+    elif isinstance(examples, dict):
+        found += [e["value"] for e in examples.values() if isinstance(e, dict) and "value" in e]
+    return found + ([node["default"]] if "default" in node else [])
+
+
+def pointer_uri(uri: str, *tokens: Any) -> str:
+    base, _, fragment = uri.partition("#")
+    return base + "#" + pointer_join(fragment, *tokens)
+
+
+def _refs(node: Any, pointer: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    stack = [(node, pointer)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str):
+                found.append((where, ref))
+            stack.extend((v, pointer_join(where, k)) for k, v in value.items() if k != "$ref")
+        elif isinstance(value, list):
+            stack.extend((v, pointer_join(where, i)) for i, v in enumerate(value))
+    return found
+
+
+def _base_path(servers: Any) -> str:
+    """The path part of the first server URL, variables replaced by their defaults (`/api/v3`, or empty)."""
+    if not isinstance(servers, list) or not servers or not isinstance(servers[0], dict):
+        return ""
+    url = str(servers[0].get("url", ""))
+    for name, var in (servers[0].get("variables") or {}).items():
+        url = url.replace("{" + name + "}", str((var or {}).get("default", "")))
+    path = urlparse(urljoin("http://host/", url)).path
+    return path.rstrip("/")

@@ -1,0 +1,28 @@
+"""CORS for browser clients: a frontend dev server on another port can call the mock, credentials included."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow"
+
+
+def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> dict[str, str]:
+    """Headers for any answer to a request that came with an Origin: the origin is echoed, not `*`, so cookies
+    and `Authorization` work."""
+    origin = request_headers.get("Origin")
+    if not origin:
+        return {}
+    return {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true",
+            "Access-Control-Expose-Headers": exposed, "Vary": "Origin"}
+
+
+def is_preflight(method: str, request_headers: Mapping[str, str]) -> bool:
+    return method == "OPTIONS" and "Origin" in request_headers and "Access-Control-Request-Method" in request_headers
+
+
+def preflight_headers(request_headers: Mapping[str, str]) -> dict[str, str]:
+    asked = request_headers.get("Access-Control-Request-Headers", "")
+    return {**cors_headers(request_headers),
+            "Access-Control-Allow-Methods": "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS",
+            "Access-Control-Allow-Headers": asked or "Authorization, Content-Type, Prefer, X-Request-Id",
+            "Access-Control-Max-Age": "600"}

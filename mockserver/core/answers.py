@@ -55,7 +55,7 @@ class _Respond:
 class OperationFixture:
     requires: list[tuple[Collection, list[Filter], _ErrorRule]] = field(default_factory=list)
     rejects: list[tuple[Condition, _ErrorRule]] = field(default_factory=list)
-    list: ListQuery | None = None
+    listing: ListQuery | None = None
     item: ItemQuery | None = None
     respond: list[_Respond] = field(default_factory=list)
     origin: str = ""
@@ -88,8 +88,8 @@ class Answers:
     def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
         collection = fixtures.collections.get(name)
         if collection is None:
-            self.problems.append(located.problem(f"no collection {name!r}; there are: "
-                                                 + ", ".join(sorted(fixtures.collections)), "from", *where))
+            known = ", ".join(sorted(fixtures.collections)) or "none"
+            self.problems.append(located.problem(f"no collection {name!r} (collections: {known})", "from", *where))
         return collection
 
     def _error_rule(self, op: Operation, raw: dict[str, Any], located: Located, *where: Any) -> _ErrorRule:
@@ -114,8 +114,8 @@ class Answers:
             if collection:
                 limit = next((p for p in op.parameters if p.location == "query"
                               and p.name == config["list"].get("page", {}).get("limit", "limit")), None)
-                result.list = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
-                self._check_items(op, result.list)
+                result.listing = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
+                self._check_items(op, result.listing)
         if "item" in config:
             collection = self._collection(config["item"]["from"], fixtures, located, "item", "from")
             if collection:
@@ -190,8 +190,8 @@ class Answers:
             return None
         media, status = self._success_schema(op)
         media_type = media.name if media else "application/json"
-        if fixture.list is not None:
-            return Answer(status, fixture.list.page(ctx), media_type, "fixture", origin=fixture.origin)
+        if fixture.listing is not None:
+            return Answer(status, fixture.listing.page(ctx), media_type, "fixture", origin=fixture.origin)
         if fixture.item is not None:
             return Answer(status, fixture.item.find(ctx), media_type, "fixture", origin=fixture.origin)
         for entry in fixture.respond:

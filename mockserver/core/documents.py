@@ -85,7 +85,9 @@ def _build(node: yaml.Node, loader: _Loader, pointer: str, lines: dict[str, int]
                 problems.append(Problem(str(path), pointer_join(pointer, key), f"duplicate key {key!r}",
                                         "duplicate-key", key_node.start_mark.line + 1))
                 continue
-            result[key] = _build(value_node, loader, pointer_join(pointer, key), lines, problems, path)
+            child = pointer_join(pointer, key)
+            result[key] = _build(value_node, loader, child, lines, problems, path)
+            lines[child] = key_node.start_mark.line + 1  # a block mapping's value starts a line below its key
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, loader, pointer_join(pointer, i), lines, problems, path) for i, item in enumerate(node.value)]

@@ -55,16 +55,19 @@ class FixtureSet:
     operations: dict[str, Located] = field(default_factory=dict)
     scenarios: list[Located] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # files with problems are left out of the rest
 
 
 def load_fixtures(folder: Path | None) -> FixtureSet:
-    """Every `*.yaml`/`*.yml`/`*.json` below the folder, in path order; LoadError lists every problem."""
+    """Every `*.yaml`/`*.yml`/`*.json` below the folder, in path order. Problems are collected in `problems`
+    (not raised) so the caller can add those it finds in the rest and report them all at once."""
     result = FixtureSet()
     if folder is None:
         return result
     if not folder.is_dir():
-        raise LoadError([Problem(str(folder), "", "the fixtures folder does not exist", "read")])
-    problems: list[Problem] = []
+        result.problems.append(Problem(str(folder), "", "the fixtures folder does not exist", "read"))
+        return result
+    problems = result.problems
     paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
     settings_from: dict[str, Located] = {}
     for path in paths:
@@ -106,8 +109,6 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
             result.operations[op_id] = here
         result.scenarios.extend(Located(s, doc, pointer_join("/scenarios", i))
                                 for i, s in enumerate(doc.data.get("scenarios") or []))
-    if problems:
-        raise LoadError(problems)
     return result
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
 
 import rstr
 from faker import Faker
@@ -41,12 +41,13 @@ _ONEOF_TRIES = 5
 _NOT_TRIES = 10
 _STRING_TRIES = 5
 _PATTERN_TRIES = 40
-_UNIQUE_TRIES = 10
+_UNIQUE_TRIES = 30
 _NUMBER_TRIES = 20
 _KEY_TRIES = 5
-# Repeat caps used when sampling regexes (see _Xeger).
+# Repeat caps used when sampling regexes (see _Xeger): start short, double every few attempts.
 _SHORT_REPEAT = 5
-_LONG_REPEAT = 100
+_LONG_REPEAT = 100  # rstr's own limit for `*` and `+`
+_ATTEMPTS_PER_CAP = 4
 
 # Fixed window so dates never depend on the wall clock (keeps output reproducible).
 _DATE_START = datetime(2020, 1, 1, tzinfo=timezone.utc)
@@ -112,6 +113,8 @@ _NUMBER_FORMAT_RANGES: dict[str, tuple[float, float]] = {
     "int64": (-(2**63), 2**63 - 1),
     "float": (-3.4028234663852886e38, 3.4028234663852886e38),
 }
+# Types an unconstrained schema may take once a `not` rules some out (null would be implausible).
+_ANY_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object"})
 _INTEGER_FORMATS = {"int32", "int64"}
 _NUMBER_FORMATS = {"float", "double"}
 
@@ -189,6 +192,7 @@ class _Facets:
     where: str
     types: frozenset[str] | None = None
     inferred: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)  # from `not: {type: ...}`
     enum: list[Any] | None = None
     examples: list[Any] = field(default_factory=list)
     nots: list[_Loc] = field(default_factory=list)
@@ -254,6 +258,11 @@ def _tighter(current: tuple[float, bool] | None, new: tuple[float, bool], lower:
     return new if (new[0] > current[0]) == lower else current
 
 
+def _join(base: str, ref: str) -> str:
+    """Like urljoin, but keeps the base for `#fragment` refs under schemes urllib does not know (e.g. mem://)."""
+    return urldefrag(base).url + ref if ref.startswith("#") else urljoin(base, ref)
+
+
 def _pointer_token(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
@@ -299,6 +308,9 @@ def _merge(parts: list[_Loc], where: str) -> _Facets:
         f.examples.extend(s[k] for k in ("example", "default") if k in s)
         if "not" in s:
             f.nots.append(loc.child(s["not"], "not"))
+            negated = s["not"]
+            if isinstance(negated, dict) and negated.keys() == {"type"}:
+                f.excluded.update([negated["type"]] if isinstance(negated["type"], str) else negated["type"])
         if isinstance(s.get("format"), str) and f.fmt is None:
             f.fmt = s["format"]
             if f.fmt in _INTEGER_FORMATS:
@@ -407,7 +419,7 @@ class SchemaGenerator:
         if not isinstance(s, dict):
             raise GenerationError(f"schema at {loc.where} is not an object or boolean: {s!r}")
         if isinstance(s.get("$id"), str):
-            loc = _Loc(s, urljoin(loc.base, s["$id"]), loc.refs, loc.where)
+            loc = _Loc(s, _join(loc.base, s["$id"]), loc.refs, loc.where)
         flat.append(loc)
         if isinstance(s.get("$ref"), str):
             self._expand(self._follow(s["$ref"], loc, depth), depth, flat, choices)
@@ -419,7 +431,7 @@ class SchemaGenerator:
         """Resolve a `$ref`, refusing cycles that would never produce a finite value."""
         target, target_base = self._resolve(ref, loc.base)
         key = (id(target), target_base)
-        where = urljoin(loc.base, ref)
+        where = _join(loc.base, ref)
         beyond = depth > self._max_depth
         for seen, seen_depth in loc.refs:
             if seen != key:
@@ -474,9 +486,9 @@ class SchemaGenerator:
                 and isinstance(branch, dict) and isinstance(branch.get("$ref"), str)):
             return []
         ref = branch["$ref"]
-        target = urljoin(choice.loc.base, ref)
+        target = _join(choice.loc.base, ref)
         value = next((key for key, mapped in (disc.get("mapping") or {}).items()
-                      if mapped == ref or urljoin(choice.loc.base, mapped) == target
+                      if mapped == ref or _join(choice.loc.base, mapped) == target
                       or mapped == ref.rsplit("/", 1)[-1]), ref.rsplit("/", 1)[-1])
         prop = disc["propertyName"]
         pinned = {"properties": {prop: {"const": value}}, "required": [prop]}
@@ -509,7 +521,7 @@ class SchemaGenerator:
         if not isinstance(schema, dict):
             return schema
         if isinstance(schema.get("$id"), str):
-            base = urljoin(base, schema["$id"])
+            base = _join(base, schema["$id"])
         out: dict[str, Any] = {}
         for key, value in schema.items():
             if key in _DEREF_DROP:
@@ -541,12 +553,12 @@ class SchemaGenerator:
 
     def _gen_flat(self, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
         facets = _merge(flat, flat[0].where if flat else "#")
-        value = self._gen_value(facets, flat, run, depth, name)
+        # `not` is honoured by rejection; raising lets an enclosing oneOf/anyOf try another branch.
         for _ in range(_NOT_TRIES):
-            if not any(self._valid(value, [loc], run) for loc in facets.nots):
-                break
             value = self._gen_value(facets, flat, run, depth, name)
-        return value
+            if not any(self._valid(value, [loc], run) for loc in facets.nots):
+                return value
+        raise GenerationError(f"could not generate a value avoiding `not` at {facets.where}")
 
     def _gen_value(self, f: _Facets, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
         if f.enum is not None:
@@ -576,12 +588,15 @@ class SchemaGenerator:
 
     def _pick_type(self, f: _Facets, run: _Run, depth: int) -> str | None:
         """Choose the JSON type to build; None means unconstrained."""
-        if f.types is None:
-            if not f.inferred:
-                return None
-            candidates = f.inferred
+        if f.types is not None:
+            candidates = set(f.types)
+        elif f.inferred:
+            candidates = set(f.inferred)
+        elif f.excluded:
+            candidates = set(_ANY_TYPES)
         else:
-            candidates = f.types
+            return None
+        candidates -= f.excluded | ({"integer"} if "number" in f.excluded else set())
         if not candidates:
             raise GenerationError(f"no JSON type satisfies every subschema at {f.where}")
         concrete = sorted(candidates - {"null"})  # sorted: set order varies between processes
@@ -674,8 +689,8 @@ class SchemaGenerator:
         """Sample the first pattern until a string also fits the other patterns and length bounds."""
         best: str | None = None
         for attempt in range(_PATTERN_TRIES):
-            # Short repeats first for realism, then rstr's full range to reach a large minLength.
-            cap = _SHORT_REPEAT if attempt < _PATTERN_TRIES // 2 else _LONG_REPEAT
+            # Short repeats first for realism, growing only as far as a minLength needs.
+            cap = min(_SHORT_REPEAT << (attempt // _ATTEMPTS_PER_CAP), _LONG_REPEAT)
             run.xeger.repeat_cap = cap if f.max_length is None else min(cap, f.max_length)
             try:
                 value = run.xeger.xeger(f.patterns[0])

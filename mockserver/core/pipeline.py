@@ -63,25 +63,18 @@ class Pipeline:
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
         self.header_values = self._declared_header_values()
-        problems = self.answers.problems + self._check_error_envelope()
+        problems = fixtures.problems + self.answers.problems + self._check_error_envelope()
         if problems:
             raise LoadError(problems)
 
     @classmethod
     def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None) -> "Pipeline":
         """Load and check everything; LoadError lists every problem of the description and the fixtures."""
-        problems: list[Problem] = []
-        spec = fixtures = None
+        fixtures = load_fixtures(fixtures_path)
         try:
             spec = SpecIndex(spec_path)
         except LoadError as exc:
-            problems.extend(exc.problems)
-        try:
-            fixtures = load_fixtures(fixtures_path)
-        except LoadError as exc:
-            problems.extend(exc.problems)
-        if problems or spec is None or fixtures is None:
-            raise LoadError(problems)
+            raise LoadError(exc.problems + fixtures.problems) from None
         return cls(spec, fixtures, options)
 
     # -- start-up checks -----------------------------------------------------------------------------------

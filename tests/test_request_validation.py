@@ -1,0 +1,77 @@
+"""Each kind of rule, as a client sees it: 400 in the envelope naming the parameter, where, pointer and rule."""
+import pytest
+
+from conftest import body
+
+KEY = {"X-Api-Key": "reader-key"}
+
+
+def violation(response):
+    assert response.status_code == 400, response.data
+    return body(response)["details"]["violations"][0]
+
+
+@pytest.mark.parametrize("query, parameter, rule", [
+    ("limit=abc", "limit", "type"),
+    ("limit=0", "limit", "minimum"),
+    ("limit=51", "limit", "maximum"),
+    ("genre=comic", "genre", "enum"),
+    ("tags=a,b,c,d", "tags", "maxItems"),
+    ("limit=1&limit=2", "limit", "repeated"),
+])
+def test_query_rules(library, query, parameter, rule):
+    v = violation(library.get(f"/api/v2/books?{query}", headers=KEY))
+    assert (v["parameter"], v["in"], v["rule"]) == (parameter, "query", rule)
+
+
+def test_the_message_names_parameter_and_rule(library):
+    response = library.get("/api/v2/books?limit=51", headers=KEY)
+    assert body(response)["detail"] == "query parameter 'limit': 51 is greater than the maximum of 50"
+
+
+def test_header_pattern(library):
+    v = violation(library.get("/api/v2/books", headers={**KEY, "X-Trace": "nothex!!"}))
+    assert (v["parameter"], v["in"], v["rule"]) == ("X-Trace", "header", "pattern")
+
+
+def test_path_pattern_and_type(library):
+    assert violation(library.get("/api/v2/books/123.json", headers=KEY))["rule"] == "pattern"
+    v = violation(library.get("/api/v2/shelves/zero", headers=KEY))
+    assert (v["parameter"], v["in"], v["rule"]) == ("shelf", "path", "type")
+
+
+def test_format_and_required(kindgi):
+    headers = {"Authorization": "Bearer demo-token"}
+    v = violation(kindgi.get("/v1/agents/acme.drafting/test-set/cases?projectId=not-a-uuid", headers=headers))
+    assert (v["parameter"], v["rule"]) == ("projectId", "format")
+    v = violation(kindgi.get("/v1/agents/acme.drafting/test-set/cases", headers=headers))
+    assert (v["parameter"], v["rule"]) == ("projectId", "required")
+
+
+def test_defaults_apply_and_valid_values_pass(library):
+    response = library.get("/api/v2/books?tags=a,b", headers=KEY)
+    assert response.status_code == 200  # limit defaults to 10: all five books on one page
+    assert len(body(response)["items"]) == 5
+
+
+def test_every_violation_is_listed(library):
+    response = library.get("/api/v2/books?limit=0&genre=comic", headers=KEY)
+    assert {v["parameter"] for v in body(response)["details"]["violations"]} == {"limit", "genre"}
+
+
+def test_body_schema_pointer(library):
+    book = {"isbn": "9780000000010", "title": "", "year": 2000, "author": {"name": "n"}}
+    v = violation(library.post("/api/v2/books", json=book, headers=KEY))
+    assert (v["in"], v["pointer"], v["rule"]) == ("body", "/title", "minLength")
+
+
+def test_malformed_json_body(library):
+    v = violation(library.post("/api/v2/books", data="{bad", content_type="application/json", headers=KEY))
+    assert v["rule"] == "json" and "line 1" in v["message"]
+
+
+def test_missing_body_and_wrong_content_type(library):
+    assert violation(library.post("/api/v2/books", headers=KEY))["rule"] == "required"
+    response = library.post("/api/v2/books", data="x", content_type="text/plain", headers=KEY)
+    assert response.status_code == 415
+    assert body(response)["details"]["accepted"] == ["application/json"]

@@ -1,0 +1,43 @@
+"""A response that would break the contract is never sent as if it were fine."""
+import json
+import logging
+
+from conftest import body
+from mockserver import create_app
+
+SPEC = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /thing:
+    get:
+      operationId: getThing
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id]
+                properties: {id: {type: integer}}
+              example: {id: not-a-number}
+"""
+
+
+def test_a_broken_example_becomes_a_mock_contract_violation(write, caplog):
+    app = create_app(write("spec.yaml", SPEC))
+    with caplog.at_level(logging.ERROR, logger="mockserver"):
+        response = app.test_client().get("/thing")
+    assert response.status_code == 500
+    problem = body(response)
+    assert problem["code"] == "mock-contract-violation"
+    assert "example" in problem["detail"] and problem["details"]["rule"] == "type"
+    assert problem["details"]["pointer"] == "/id"
+    assert any("CONTRACT VIOLATION" in r.getMessage() for r in caplog.records)
+
+
+def test_validation_can_be_turned_off_for_load(write):
+    app = create_app(write("spec.yaml", SPEC), validate_responses=False)
+    response = app.test_client().get("/thing")
+    assert response.status_code == 200 and json.loads(response.data) == {"id": "not-a-number"}

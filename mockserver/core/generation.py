@@ -30,9 +30,9 @@ from jsonschema import Draft202012Validator
 
 Resolve = Callable[[str, str], tuple[Any, str]]
 
-# Chance that an optional property is included (above max_depth).
+# Chance that an optional property is included (within max_depth; beyond it, none are).
 _OPTIONAL_P = 0.6
-# Chance that a nullable value is null (above max_depth).
+# Chance that a nullable value is null (within max_depth; beyond it, null always wins).
 _NULL_P = 0.1
 # Chance of using a schema's own example/default instead of synthesising one.
 _EXAMPLE_P = 0.5
@@ -119,7 +119,8 @@ _INTEGER_FORMATS = {"int32", "int64"}
 _NUMBER_FORMATS = {"float", "double"}
 
 # Keywords used to infer a type when a schema omits `type`.
-_OBJECT_KEYWORDS = {"properties", "patternProperties", "additionalProperties", "required", "minProperties", "maxProperties"}
+_OBJECT_KEYWORDS = {"properties", "patternProperties", "additionalProperties", "required", "minProperties",
+                    "maxProperties"}
 _ARRAY_KEYWORDS = {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}
 _STRING_KEYWORDS = {"pattern", "minLength", "maxLength"}
 _NUMBER_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
@@ -149,7 +150,7 @@ class _Xeger(rstr.Rstr):
 
     def __init__(self, rng: random.Random) -> None:
         super().__init__(rng)
-        self.repeat_cap = 100
+        self.repeat_cap = _LONG_REPEAT
 
     def _handle_repeat(self, start_range: int, end_range: int, value: Any) -> str:
         return super()._handle_repeat(start_range, max(start_range, min(end_range, self.repeat_cap)), value)
@@ -202,7 +203,7 @@ class _Facets:
     patterns: list[str] = field(default_factory=list)
     lo: tuple[float, bool] | None = None  # (bound, exclusive)
     hi: tuple[float, bool] | None = None
-    multiples: list[float] = field(default_factory=list)
+    multiples: list[int | float] = field(default_factory=list)
     items: list[_Loc] = field(default_factory=list)
     prefix: list[list[_Loc]] = field(default_factory=list)
     min_items: int | None = None
@@ -261,6 +262,23 @@ def _tighter(current: tuple[float, bool] | None, new: tuple[float, bool], lower:
 def _join(base: str, ref: str) -> str:
     """Like urljoin, but keeps the base for `#fragment` refs under schemes urllib does not know (e.g. mem://)."""
     return urldefrag(base).url + ref if ref.startswith("#") else urljoin(base, ref)
+
+
+def _search(regex: str, text: str, where: str) -> bool:
+    """re.search, reporting a regex Python cannot handle (e.g. ECMA-only `\\p{L}`) as a GenerationError."""
+    try:
+        return re.search(regex, text) is not None
+    except re.error as exc:
+        raise GenerationError(f"unsupported pattern {regex!r} at {where}: {exc}") from exc
+
+
+def _sample(run: _Run, regex: str, cap: int, where: str) -> str:
+    """A string matching `regex`, with repeats capped at `cap` (see _Xeger)."""
+    run.xeger.repeat_cap = cap
+    try:
+        return run.xeger.xeger(regex)
+    except re.error as exc:
+        raise GenerationError(f"unsupported pattern {regex!r} at {where}: {exc}") from exc
 
 
 def _pointer_token(name: str) -> str:
@@ -421,14 +439,17 @@ class SchemaGenerator:
         if isinstance(s.get("$id"), str):
             loc = _Loc(s, _join(loc.base, s["$id"]), loc.refs, loc.where)
         flat.append(loc)
-        if isinstance(s.get("$ref"), str):
-            self._expand(self._follow(s["$ref"], loc, depth), depth, flat, choices)
+        if isinstance(s.get("$ref"), str) and (target := self._follow(s["$ref"], loc, depth)) is not None:
+            self._expand(target, depth, flat, choices)
         for i, sub in enumerate(s.get("allOf", [])):
             self._expand(loc.child(sub, f"allOf/{i}"), depth, flat, choices)
         choices.extend(_Choice(kind, loc) for kind in ("oneOf", "anyOf") if isinstance(s.get(kind), list))
 
-    def _follow(self, ref: str, loc: _Loc, depth: int) -> _Loc:
-        """Resolve a `$ref`, refusing cycles that would never produce a finite value."""
+    def _follow(self, ref: str, loc: _Loc, depth: int) -> _Loc | None:
+        """Resolve a `$ref`; None if its target is already part of this value's constraints.
+
+        Raises on cycles that would never produce a finite value.
+        """
         target, target_base = self._resolve(ref, loc.base)
         key = (id(target), target_base)
         where = _join(loc.base, ref)
@@ -437,7 +458,9 @@ class SchemaGenerator:
             if seen != key:
                 continue
             if seen_depth == depth:
-                raise GenerationError(f"$ref {where} refers back to itself without nesting (via {loc.where})")
+                # Reached again without nesting (e.g. Pet: oneOf [Cat], Cat: allOf [Pet]): the target
+                # already constrains this very value, and X and X is X, so expanding it again adds nothing.
+                return None
             if beyond and seen_depth > self._max_depth:
                 raise GenerationError(
                     f"required recursion through {where} never ends: it is reached again beyond "
@@ -691,13 +714,8 @@ class SchemaGenerator:
         for attempt in range(_PATTERN_TRIES):
             # Short repeats first for realism, growing only as far as a minLength needs.
             cap = min(_SHORT_REPEAT << (attempt // _ATTEMPTS_PER_CAP), _LONG_REPEAT)
-            run.xeger.repeat_cap = cap if f.max_length is None else min(cap, f.max_length)
-            try:
-                value = run.xeger.xeger(f.patterns[0])
-                fits_all = all(re.search(p, value) for p in f.patterns)
-            except re.error as exc:
-                raise GenerationError(f"unsupported pattern at {f.where}: {exc}") from exc
-            if not fits_all:
+            value = _sample(run, f.patterns[0], cap if f.max_length is None else min(cap, f.max_length), f.where)
+            if not all(_search(p, value, f.where) for p in f.patterns):
                 continue
             if f.min_length <= len(value) and (f.max_length is None or len(value) <= f.max_length):
                 return value
@@ -706,11 +724,6 @@ class SchemaGenerator:
         if best is None:
             raise GenerationError(f"could not produce a string matching every pattern at {f.where}")
         return best
-
-    @staticmethod
-    def _xeger_short(run: _Run, regex: str) -> str:
-        run.xeger.repeat_cap = _SHORT_REPEAT
-        return run.xeger.xeger(regex)
 
     @staticmethod
     def _length_gap(value: str, f: _Facets) -> int:
@@ -755,7 +768,7 @@ class SchemaGenerator:
             names += [n for n in optional if run.rng.random() < _OPTIONAL_P]
         # Sources of undeclared keys: each patternProperties regex, and words if additionalProperties allows.
         pattern_makers: list[Callable[[], str]] = [
-            lambda regex=regex: self._xeger_short(run, regex) for regex, _ in f.pattern_props]
+            lambda regex=regex: _sample(run, regex, _SHORT_REPEAT, f.where) for regex, _ in f.pattern_props]
         word_makers: list[Callable[[], str]] = (
             [] if any(loc.schema is False for loc in f.additional or []) else [self._faker.word])
 
@@ -792,7 +805,7 @@ class SchemaGenerator:
         parts = list(f.props.get(name, []))
         matched = bool(parts)
         for regex, loc in f.pattern_props:
-            if re.search(regex, name):
+            if _search(regex, name, loc.where):
                 parts.append(loc)
                 matched = True
         if not matched:

@@ -1,0 +1,44 @@
+"""Bearer and API-key security: 401 in the envelope for a missing, malformed, expired, revoked or (strict) unknown
+credential; an unknown well-formed token is an anonymous caller of the default tenant otherwise."""
+import pytest
+
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, body
+from mockserver import create_app
+
+
+@pytest.mark.parametrize("authorization, says", [
+    (None, "missing Authorization header"),
+    ("demo-token", "malformed Authorization header"),
+    ("Bearer ", "malformed Authorization header"),
+    ("Basic ZGVtbzp4", "malformed Authorization header"),
+    ("Bearer expired-token", "expired"),
+    ("Bearer revoked-token", "revoked"),
+])
+def test_401_says_why(kindgi, authorization, says):
+    headers = {"Authorization": authorization} if authorization else {}
+    response = kindgi.get("/v1/test-sets", headers=headers)
+    assert response.status_code == 401
+    error = body(response)["error"]
+    assert error["code"] == "unauthorized" and says in error["message"]
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_an_unknown_token_is_anonymous_in_the_default_tenant(kindgi):
+    anonymous = kindgi.get("/v1/test-sets?limit=100", headers={"Authorization": "Bearer someone-else"})
+    demo = kindgi.get("/v1/test-sets?limit=100", headers={"Authorization": "Bearer demo-token"})
+    assert anonymous.status_code == 200
+    assert body(anonymous)["data"] == body(demo)["data"]
+
+
+def test_strict_auth_refuses_unknown_tokens():
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True).test_client()
+    response = client.get("/v1/test-sets", headers={"Authorization": "Bearer someone-else"})
+    assert response.status_code == 401
+    assert body(response)["error"]["details"] == {"reason": "unknown-token"}
+    assert client.get("/v1/test-sets", headers={"Authorization": "Bearer demo-token"}).status_code == 200
+
+
+def test_api_key_and_open_operations(library):
+    assert library.get("/api/v2/books").status_code == 401
+    assert library.get("/api/v2/books", headers={"X-Api-Key": "reader-key"}).status_code == 200
+    assert library.get("/api/v2/books/latest").status_code == 200  # `security: []`

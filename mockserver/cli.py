@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
     serve.add_argument("--no-response-validation", action="store_true",
                        help="do not check answers against the description (for load tests)")
+    serve.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
+    serve.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                       help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from .web.app import create_app
 
     try:
-        app = create_app(spec, fixtures, seed=args.seed, strict_auth=args.strict_auth,
+        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token, seed=args.seed, strict_auth=args.strict_auth,
                          validate_responses=not args.no_response_validation,
                          cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
     except LoadError as exc:

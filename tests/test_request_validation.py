@@ -8,7 +8,8 @@ KEY = {"X-Api-Key": "reader-key"}
 
 def violation(response):
     assert response.status_code == 400, response.data
-    return body(response)["details"]["violations"][0]
+    payload = body(response)
+    return payload.get("error", payload)["details"]["violations"][0]  # Kindgi's envelope or RFC 7807
 
 
 @pytest.mark.parametrize("query, parameter, rule", [

@@ -80,8 +80,7 @@ class Authenticator:
         return Caller(token.caller, token.tenant, True, key)
 
     def _credential_or_none(self, request: MockRequest) -> str | None:
-        m = _BEARER.match(request.header("authorization") or "")
-        return m.group(1) if m else None
+        return bearer_token(request)
 
     def _credential(self, scheme_name: str, request: MockRequest) -> str:
         scheme = self.schemes.get(scheme_name) or {}
@@ -110,6 +109,11 @@ class Authenticator:
         if not m:
             raise _Missing("malformed Authorization header: expected 'Bearer <token>'")
         return m.group(1)
+
+
+def bearer_token(request: MockRequest) -> str | None:
+    m = _BEARER.match(request.header("authorization") or "")
+    return m.group(1) if m else None
 
 
 class _Missing(Exception):

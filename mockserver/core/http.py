@@ -26,3 +26,6 @@ class MockResponse:
     source: str = "error"  # which stage answered: fixture, example, generated, error, scenario, cors
     operation_id: str | None = None
     payload: Any = None  # the body before serialisation, for validation and the journal
+    scenario_id: str | None = None
+    delay_ms: int = 0  # latency a scenario asks for: the HTTP layer waits before answering
+    disconnect: str | None = None  # "close" (no response at all) or "truncate" (half a body), from a scenario

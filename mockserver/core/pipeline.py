@@ -10,19 +10,22 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
-from .answers import Answer, Answers
-from .auth import Authenticator, Token
+from .answers import Answer, Answers, pick_media_type
+from .auth import Authenticator, Token, bearer_token
 from .envelope import ErrorRenderer
 from .errors import LoadError, MockError, Problem
 from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse
+from .journal import Journal
 from .pagination import CursorSealer
 from .request_validation import RequestValidator
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
-from .schemas import iter_errors
+from .scenarios import Effect, ScenarioError, Scenarios, declared_message
+from .schemas import instance_pointer, iter_errors
 from .spec import Header, Operation, SpecIndex
 
 log = logging.getLogger("mockserver")
@@ -35,6 +38,7 @@ class Options:
     strict_auth: bool = False
     validate_responses: bool = True
     cursor_secret: str | None = None
+    journal_size: int = 1000
 
 
 def parse_prefer(header: str | None) -> dict[str, str]:
@@ -63,7 +67,10 @@ class Pipeline:
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
         self.header_values = self._declared_header_values()
+        self.journal = Journal(self.options.journal_size)
+        self.scenarios = Scenarios(spec.operations)
         problems = fixtures.problems + self.answers.problems + self._check_error_envelope()
+        problems += self._load_scenarios()
         if problems:
             raise LoadError(problems)
 
@@ -100,6 +107,28 @@ class Pipeline:
         rng = self.answers.rng(f"{op.id}|{header.name}")
         return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng))
 
+    def _load_scenarios(self) -> list[Problem]:
+        problems = []
+        for located in self.fixtures.scenarios:
+            try:
+                self.scenarios.compile(located.value, "fixtures", self.check_scenario_body)
+            except ScenarioError as exc:
+                problems.append(located.doc.problem(located.pointer + exc.pointer, str(exc), exc.rule))
+        if not problems:
+            self.scenarios.set_baseline([(loc.value, "fixtures") for loc in self.fixtures.scenarios],
+                                        self.check_scenario_body)
+        return problems
+
+    def check_scenario_body(self, op: Operation, status: int, payload: Any) -> None:
+        """A scenario's own body must fit the description, like any fixture."""
+        response = op.response(status)
+        media = pick_media_type(response.content) if response else None
+        if media is None or media.schema is None:
+            return
+        for error in iter_errors(media.schema.validator, payload):
+            raise ScenarioError(f"the body breaks the {op.id} {status} schema: {error.message}",
+                                "/body" + instance_pointer(error), str(error.validator))
+
     def _check_error_envelope(self) -> list[Problem]:
         """The envelope, filled, must fit every error response the description declares."""
         problems = []
@@ -127,29 +156,44 @@ class Pipeline:
     def handle(self, request: MockRequest) -> MockResponse:
         request_id = self.request_id(request)
         op: Operation | None = None
+        effect: Effect | None = None
         try:
             match = self.router.match(request.method, request.path)
             op = match.operation
             caller = self.auth.authenticate(op, request)
             valid = self.validators[op.id].validate(request, match.path_params)
-            ctx = Context(valid, caller)
-            answer = self._answer(op, ctx, parse_prefer(request.header("prefer")), request)
+            prefer = parse_prefer(request.header("prefer"))
+            if "code" in prefer:
+                raise self._preferred_error(op, prefer["code"])
+            effect = self.scenarios.effect(op, match.path_params, _query(request), request, bearer_token(request))
+            if effect is not None and effect.error is not None:
+                raise effect.error
+            answer = self._answer(op, Context(valid, caller), prefer, request, effect)
             headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
                        self.request_id_header: request_id}
             if self.options.validate_responses:
                 check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                                answer.origin)
-            return MockResponse(answer.status, serialize(answer.payload, answer.media_type), answer.media_type,
-                                headers, answer.source, op.id, answer.payload)
+            response = MockResponse(answer.status, serialize(answer.payload, answer.media_type), answer.media_type,
+                                    headers, answer.source, op.id, answer.payload)
         except MockError as error:
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)
-            return self.error_response(error, request_id, op)
+            response = self.error_response(error, request_id, op)
+            if effect is not None and effect.error is error:
+                response.source = "scenario"
+        if effect is not None:
+            response.scenario_id, response.delay_ms, response.disconnect = (
+                effect.scenario_id, effect.delay_ms, effect.disconnect)
+        return response
 
-    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest) -> Answer:
-        if "code" in prefer:
-            raise self._preferred_error(op, prefer["code"])
+    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+                effect: Effect | None) -> Answer:
         self.answers.check_rules(op, ctx)
+        if effect is not None and effect.status is not None:
+            media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
+            return Answer(effect.status, effect.body, media.name if media else None, "scenario",
+                          dict(effect.headers))
         if "example" in prefer:
             answer = self.answers.from_example(op, prefer["example"])
             if answer:
@@ -169,7 +213,7 @@ class Pipeline:
         if status < 400:
             return MockError(400, f"Prefer: code={code} asks for a success; only error statuses can be forced",
                              details={"preferred": code})
-        return MockError(status, f"answered {status} as asked by the Prefer header", details={"preferred": status})
+        return MockError(status, declared_message(op, status), details={"preferred": status})
 
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
         payload = self.errors.body(error, request_id, op)
@@ -178,6 +222,13 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
+
+
+def _query(request: MockRequest) -> dict[str, list[str]]:
+    values: dict[str, list[str]] = {}
+    for name, value in parse_qsl(request.query_string, keep_blank_values=True):
+        values.setdefault(name, []).append(value)
+    return values
 
 
 def serialize(payload: Any, media_type: str | None) -> bytes:

@@ -1,0 +1,90 @@
+"""The request journal: what the mock was asked and what it answered, newest last, bounded in size.
+`Authorization` (and other credentials) are masked before anything is kept."""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-mock-control-token"}
+BODY_LIMIT = 64 * 1024
+
+
+def mask(name: str, value: str) -> str:
+    """Keep the scheme and a hint of the credential (`Bearer demo…`), never the whole of it."""
+    if name.lower() not in SECRET_HEADERS:
+        return value
+    scheme, _, credential = value.partition(" ")
+    if credential:
+        return f"{scheme} {credential[:4]}…" if len(credential) > 8 else f"{scheme} ****"
+    return value[:4] + "…" if len(value) > 8 else "****"
+
+
+def _text(data: bytes) -> str | None:
+    if not data:
+        return None
+    text = data[:BODY_LIMIT].decode("utf-8", "replace")
+    return text + ("…(truncated)" if len(data) > BODY_LIMIT else "")
+
+
+@dataclass
+class Entry:
+    id: int
+    time: float
+    method: str
+    path: str
+    query: str
+    request_headers: dict[str, str]
+    request_body: str | None
+    status: int
+    response_headers: dict[str, str]
+    response_body: str | None
+    source: str
+    operation_id: str | None
+    scenario_id: str | None
+    duration_ms: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {_camel(k): v for k, v in data.items()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class Journal:
+    def __init__(self, size: int = 1000) -> None:
+        self._entries: deque[Entry] = deque(maxlen=size)
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def record(self, *, method: str, path: str, query: str, request_headers: dict[str, str], request_body: bytes,
+               status: int, response_headers: dict[str, str], response_body: bytes, source: str,
+               operation_id: str | None, scenario_id: str | None, duration_ms: float) -> None:
+        entry = Entry(0, time.time(), method, path, query,
+                      {k: mask(k, v) for k, v in request_headers.items()}, _text(request_body), status,
+                      dict(response_headers), _text(response_body), source, operation_id, scenario_id,
+                      round(duration_ms, 3))
+        with self._lock:
+            entry.id = next(self._ids)
+            self._entries.append(entry)
+
+    def entries(self, *, operation_id: str | None = None, status: int | None = None, method: str | None = None,
+                path_prefix: str | None = None, since: int | None = None, limit: int | None = None) -> list[Entry]:
+        with self._lock:
+            found = [e for e in self._entries
+                     if (operation_id is None or e.operation_id == operation_id)
+                     and (status is None or e.status == status)
+                     and (method is None or e.method == method.upper())
+                     and (path_prefix is None or e.path.startswith(path_prefix))
+                     and (since is None or e.id > since)]
+        return found[-limit:] if limit else found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

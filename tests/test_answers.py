@@ -88,3 +88,11 @@ def test_prefer_code_of_an_undeclared_status_is_400(kindgi):
     response = kindgi.get("/v1/test-sets", headers={"Authorization": "Bearer demo-token", "Prefer": "code=418"})
     assert response.status_code == 400
     assert body(response)["error"]["details"]["declared"] == ["200", "400", "401", "503"]
+
+
+def test_preferences_combine_and_unknown_ones_are_ignored(write):
+    client = create_app(write("spec.yaml", SPEC)).test_client()
+    assert body(client.get("/pets/x", headers={"Prefer": "respond-async, example=dog"}))["name"] == "Rex"
+    assert client.get("/pets/x", headers={"Prefer": "example=dog, code=404"}).status_code == 404
+    generated = client.get("/pets/x", headers={"Prefer": "dynamic=true; wait=5"})
+    assert body(generated) not in ({"id": "p1", "name": "Tom", "kind": "cat"}, {"id": "p2", "name": "Rex", "kind": "dog"})

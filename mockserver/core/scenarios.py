@@ -121,6 +121,8 @@ class Scenarios:
 
     def compile(self, spec: Any, origin: str, check_body: Any = None) -> Scenario:
         """A checked scenario, or ScenarioError naming the first problem."""
+        if isinstance(spec, dict) and not {"status", "latency", "break"} & spec.keys():
+            raise ScenarioError("a scenario must do something: give a status, a latency or a break", "", "required")
         for error in iter_errors(_VALIDATOR, spec):
             raise ScenarioError(error.message, instance_pointer(error), str(error.validator))
         if "operationId" in spec:

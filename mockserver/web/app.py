@@ -61,12 +61,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         result = pipeline.handle(mock_request)
         if result.delay_ms:
             time.sleep(result.delay_ms / 1000)
-        if result.disconnect == "close":
-            _drop_connection()
         out = _to_flask(result)
         out.headers.update(cors_headers(request.headers))
-        if result.disconnect == "truncate":
-            out = _truncated(out)
         elapsed = (time.perf_counter() - started) * 1000
         pipeline.journal.record(method=request.method, path=mock_request.path, query=mock_request.query_string,
                                 request_headers=dict(request.headers), request_body=mock_request.body,
@@ -74,6 +70,10 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
                                 source=result.source, operation_id=result.operation_id,
                                 scenario_id=result.scenario_id, duration_ms=elapsed)
         _log(result.status, started, result.source, result.operation_id)
+        if result.disconnect == "close":
+            _drop_connection()
+        if result.disconnect == "truncate":
+            out = _truncated(out)
         return out
 
     app.add_url_rule("/", "serve", serve, methods=METHODS, provide_automatic_options=False)

@@ -1,0 +1,89 @@
+"""Running the mock inside a test process: `MockServer` serves a description on a free port in a thread and
+talks to its control API, so a test can say "the next two calls to listTestSets answer 503" and then read
+the journal. The pytest plugin (`mockserver.pytest_plugin`) hands one to each test."""
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from .web.app import create_app
+
+
+class MockServer:
+    def __init__(self, spec: str | Path, fixtures: str | Path | None = None, *, host: str = "127.0.0.1",
+                 port: int = 0, control_token: str | None = None, **options: Any) -> None:
+        self.app = create_app(spec, fixtures, control_token=control_token, **options)
+        self._host, self._port = host, port
+        self._token = control_token
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "MockServer":
+        self._server = make_server(self._host, self._port, self.app, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="mockserver", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "MockServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The base URL of the mocked API, e.g. http://127.0.0.1:53211."""
+        assert self._server is not None, "start() the server first"
+        return f"http://{self._host}:{self._server.server_port}"
+
+    # -- the control API -----------------------------------------------------------------------------------
+    def control(self, method: str, path: str, payload: Any = None) -> Any:
+        """Call /__mock/<path>; an error answer raises ControlError with its status and body."""
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["X-Mock-Control-Token"] = self._token
+        data = json.dumps(payload).encode() if payload is not None else None
+        request = urllib.request.Request(f"{self.url}/__mock/{path.lstrip('/')}", data=data, method=method,
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise ControlError(exc.code, exc.read().decode("utf-8", "replace")) from None
+
+    def scenario(self, **spec: Any) -> dict[str, Any]:
+        """Set a scenario, e.g. `scenario(operationId="listTestSets", status=503, times=2)`."""
+        return self.control("POST", "scenarios", spec)
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        return self.control("GET", "scenarios")["scenarios"]
+
+    def clear_scenarios(self) -> None:
+        self.control("DELETE", "scenarios")
+
+    def requests(self, **filters: Any) -> list[dict[str, Any]]:
+        """The journal, newest last; filters: operationId, status, method, path, since, limit."""
+        query = "&".join(f"{k}={urllib.request.quote(str(v))}" for k, v in filters.items())
+        return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]
+
+    def reset(self) -> None:
+        self.control("POST", "reset")
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"{status}: {body}")
+        self.status = status
+        self.body = body

@@ -1,0 +1,49 @@
+"""The request journal: newest last, filtered, bounded, credentials masked."""
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
+from mockserver import create_app
+from mockserver.core.journal import Journal, mask
+
+
+def test_the_journal_records_what_was_asked_and_answered(kindgi):
+    kindgi.delete("/__mock/requests")
+    kindgi.get("/v1/test-sets?limit=2", headers=DEMO)
+    kindgi.get("/v1/test-sets?limit=500", headers=DEMO)
+    kindgi.get("/v1/test-sets", headers={**DEMO, "Prefer": "code=503"})
+    entries = body(kindgi.get("/__mock/requests"))["requests"]
+    assert [e["status"] for e in entries] == [200, 400, 503]
+    first = entries[0]
+    assert (first["method"], first["path"], first["query"], first["source"], first["operationId"]) == (
+        "GET", "/v1/test-sets", "limit=2", "fixture", "listTestSets")
+    assert first["requestHeaders"]["Authorization"] == "Bearer demo…"
+    assert first["responseHeaders"]["X-Request-Id"] and '"hasMore":true' in first["responseBody"]
+    assert first["durationMs"] >= 0
+    assert [e["status"] for e in body(kindgi.get("/__mock/requests?status=400"))["requests"]] == [400]
+    assert len(body(kindgi.get("/__mock/requests?limit=1"))["requests"]) == 1
+    since = entries[1]["id"]
+    assert [e["id"] for e in body(kindgi.get(f"/__mock/requests?since={since}"))["requests"]] == [entries[2]["id"]]
+    assert body(kindgi.get("/__mock/requests?status=abc"))["error"]["code"] == "bad-input"
+
+
+def test_the_journal_is_bounded():
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, journal_size=5).test_client()
+    for _ in range(12):
+        client.get("/v1/test-sets?limit=1", headers=DEMO)
+    entries = body(client.get("/__mock/requests"))["requests"]
+    assert len(entries) == 5 and entries[-1]["id"] == 12
+
+
+def test_masking():
+    assert mask("Authorization", "Bearer abcdefghijkl") == "Bearer abcd…"
+    assert mask("Authorization", "Bearer short") == "Bearer ****"
+    assert mask("X-Api-Key", "0123456789") == "0123…"
+    assert mask("Accept", "application/json") == "application/json"
+
+
+def test_clear_and_reset_empty_it(kindgi):
+    kindgi.get("/v1/test-sets", headers=DEMO)
+    kindgi.delete("/__mock/requests")
+    assert body(kindgi.get("/__mock/requests"))["requests"] == []
+    kindgi.get("/v1/test-sets", headers=DEMO)
+    kindgi.post("/__mock/reset")
+    assert body(kindgi.get("/__mock/requests"))["requests"] == []
+    assert Journal(3).entries() == []

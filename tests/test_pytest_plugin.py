@@ -1,0 +1,75 @@
+"""The plugin people use to test their clients against the mock."""
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import LIBRARY
+from mockserver.testing import ControlError, MockServer
+
+pytest_plugins = ["pytester"]
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_the_fixture_serves_the_bundled_mock_and_its_control_api(mock_server):
+    mock_server.scenario(operationId="listTestSets", status=503, times=2)
+    url = mock_server.url + "/v1/test-sets?limit=1"
+    codes = [get(url, {"Authorization": "Bearer demo-token"})[0] for _ in range(3)]
+    assert codes == [503, 503, 200]
+    journal = mock_server.requests(operationId="listTestSets")
+    assert [e["status"] for e in journal] == [503, 503, 200]
+    assert [e["source"] for e in journal] == ["scenario", "scenario", "fixture"]
+
+
+@pytest.mark.mockserver(spec=LIBRARY / "openapi.yaml", fixtures=LIBRARY / "fixtures", seed=3)
+def test_the_marker_chooses_another_description(mock_server):
+    status, data = get(mock_server.url + "/api/v2/books?limit=1", {"X-Api-Key": "reader-key"})
+    assert status == 200 and json.loads(data)["more"] is True
+    with pytest.raises(ControlError) as caught:
+        mock_server.scenario(operationId="listBooks", status=418)
+    assert caught.value.status == 400
+
+
+def test_a_control_token_is_used_by_the_client():
+    with MockServer(LIBRARY / "openapi.yaml", LIBRARY / "fixtures", control_token="t0k") as server:
+        server.scenario(operationId="getBook", status=404, times=1)
+        assert server.scenarios()[0]["remaining"] == 1
+        assert get(server.url + "/__mock/scenarios")[0] == 401
+
+
+def test_the_plugin_is_registered_by_its_entry_point(pytester):
+    pytester.makepyfile(test_client="""
+        import urllib.request
+        def test_health(mock_server):
+            with urllib.request.urlopen(mock_server.url + "/__mock/health") as r:
+                assert r.status == 200
+    """)
+    pytester.makeini(f"[pytest]\nmockserver_spec = {LIBRARY / 'openapi.yaml'}\nmockserver_fixtures = {LIBRARY / 'fixtures'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("kind", ["close", "truncate"])
+def test_a_broken_connection(mock_server, kind):
+    import http.client
+
+    mock_server.scenario(operationId="listTestSets", **{"break": kind})
+    connection = http.client.HTTPConnection(mock_server.url.removeprefix("http://"), timeout=10)
+    connection.request("GET", "/v1/test-sets", headers={"Authorization": "Bearer demo-token"})
+    if kind == "close":
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
+            connection.getresponse()
+    else:
+        response = connection.getresponse()
+        assert response.status == 200
+        with pytest.raises(http.client.IncompleteRead):
+            response.read()
+    assert mock_server.requests()[-1]["scenarioId"]

@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
         return 0
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # our access line says it already, with the source
     from .web.app import create_app
 
     try:

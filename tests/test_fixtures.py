@@ -97,3 +97,10 @@ def test_a_rule_with_no_operator(write, tmp_path):
         """)
     [problem] = problems(tmp_path / "fx")
     assert problem.pointer.startswith("/operations/getBook/item/where/0")
+
+
+def test_the_same_name_in_two_files(write, tmp_path):
+    write("fx/a.yaml", "collections:\n  books: {items: []}\n")
+    write("fx/b.yaml", "collections:\n  books: {items: []}\n")
+    [problem] = problems(tmp_path / "fx")
+    assert problem.file.endswith("b.yaml") and problem.rule == "duplicate" and "a.yaml" in problem.message

@@ -70,6 +70,7 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
     problems = result.problems
     paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
     settings_from: dict[str, Located] = {}
+    collections_from: dict[str, Located] = {}
     for path in paths:
         try:
             doc = read_document(path)
@@ -84,32 +85,31 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
             problems.extend(doc.problem(instance_pointer(e), f"not in the fixture format: {e.message}", str(e.validator))
                             for e in errors)
             continue
-        for key, value in (doc.data.get("settings") or {}).items():
-            here = Located(value, doc, pointer_join("/settings", key))
-            if key in settings_from:
-                problems.append(here.problem(f"settings.{key} is also set in {settings_from[key].doc.path}", "duplicate"))
-            settings_from[key] = here
-            result.settings[key] = value
-        for name, raw in (doc.data.get("collections") or {}).items():
-            here = Located(raw, doc, pointer_join("/collections", name))
-            if name in result.collections:
-                problems.append(here.problem(f"collection {name!r} is also defined in "
-                                             f"{result.collections[name].where.doc.path}", "duplicate"))
-                continue
+        for key, here in _entries(doc, "settings", settings_from, problems):
+            result.settings[key] = here.value
+        for name, here in _entries(doc, "collections", collections_from, problems):
+            raw = here.value
             collection = Collection(name, raw["items"], frozenset(raw.get("private", [])), raw.get("key", []),
                                     raw.get("schema"), here)
             problems.extend(_duplicate_keys(collection))
             result.collections[name] = collection
-        for op_id, raw in (doc.data.get("operations") or {}).items():
-            here = Located(raw, doc, pointer_join("/operations", op_id))
-            if op_id in result.operations:
-                problems.append(here.problem(f"operation {op_id!r} is also configured in "
-                                             f"{result.operations[op_id].doc.path}", "duplicate"))
-                continue
-            result.operations[op_id] = here
+        _entries(doc, "operations", result.operations, problems)  # recorded in result.operations as they come
         result.scenarios.extend(Located(s, doc, pointer_join("/scenarios", i))
                                 for i, s in enumerate(doc.data.get("scenarios") or []))
     return result
+
+
+def _entries(doc: Document, section: str, seen: dict[str, Located], problems: list[Problem]) -> list[tuple[str, Located]]:
+    """The entries of one top-level section of a file; a name already given in another file is a problem."""
+    fresh = []
+    for name, value in (doc.data.get(section) or {}).items():
+        here = Located(value, doc, pointer_join("/" + section, name))
+        if name in seen:
+            problems.append(here.problem(f"{section}.{name} is also given in {seen[name].doc.path}", "duplicate"))
+            continue
+        seen[name] = here
+        fresh.append((name, here))
+    return fresh
 
 
 def _duplicate_keys(collection: Collection) -> list[Problem]:

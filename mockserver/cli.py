@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
@@ -54,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
     serve.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                       help="info logs one line per request (buffered); warning only problems")
+    serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
+    serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
+    serve.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
 
     validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
     _add_sources(validate)
@@ -71,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
         return 0
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # our access line says it already, with the source
     from .web.app import create_app
+    from .web.serving import configure_logging, serve as serve_with_gunicorn
+
+    log_buffer = configure_logging(args.log_level)
 
     try:
         app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token, seed=args.seed, strict_auth=args.strict_auth,
@@ -82,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     except LoadError as exc:
         _report(exc)
         return 2
-    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr)
-    app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    if args.dev:
+        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    else:
+        serve_with_gunicorn(app, host=args.host, port=args.port, workers=args.workers, threads=args.threads,
+                            on_exit=log_buffer.flush)
+    log_buffer.flush()
     return 0

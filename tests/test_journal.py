@@ -14,7 +14,7 @@ def test_the_journal_records_what_was_asked_and_answered(kindgi):
     first = entries[0]
     assert (first["method"], first["path"], first["query"], first["source"], first["operationId"]) == (
         "GET", "/v1/test-sets", "limit=2", "fixture", "listTestSets")
-    assert first["requestHeaders"]["Authorization"] == "Bearer demo…"
+    assert first["requestHeaders"]["authorization"] == "Bearer demo…"
     assert first["responseHeaders"]["X-Request-Id"] and '"hasMore":true' in first["responseBody"]
     assert first["durationMs"] >= 0
     assert [e["status"] for e in body(kindgi.get("/__mock/requests?status=400"))["requests"]] == [400]

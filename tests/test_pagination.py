@@ -13,13 +13,13 @@ def reason(exc: pytest.ExceptionInfo[MockError]) -> str:
 
 def test_a_cursor_opens_for_its_own_binding_only():
     sealer = CursorSealer("s3cret")
-    binding = sealer.binding("listThings", {"id": "a"}, {"kind": "x"}, "caller-1")
+    binding = sealer.binding("listThings", '{"id": "a"}|{"kind": "x"}', "caller-1")
     cursor = sealer.seal(binding, 41)
     assert sealer.open(cursor, binding) == 41
-    for other in (sealer.binding("listOther", {"id": "a"}, {"kind": "x"}, "caller-1"),
-                  sealer.binding("listThings", {"id": "b"}, {"kind": "x"}, "caller-1"),
-                  sealer.binding("listThings", {"id": "a"}, {"kind": "y"}, "caller-1"),
-                  sealer.binding("listThings", {"id": "a"}, {"kind": "x"}, "caller-2")):
+    for other in (sealer.binding("listOther", '{"id": "a"}|{"kind": "x"}', "caller-1"),
+                  sealer.binding("listThings", '{"id": "b"}|{"kind": "x"}', "caller-1"),
+                  sealer.binding("listThings", '{"id": "a"}|{"kind": "y"}', "caller-1"),
+                  sealer.binding("listThings", '{"id": "a"}|{"kind": "x"}', "caller-2")):
         with pytest.raises(MockError) as caught:
             sealer.open(cursor, other)
         assert reason(caught) == "foreign"
@@ -27,7 +27,7 @@ def test_a_cursor_opens_for_its_own_binding_only():
 
 def test_tampered_and_foreign_secret_cursors_are_refused():
     sealer = CursorSealer("s3cret")
-    binding = sealer.binding("op", {}, {}, "c")
+    binding = sealer.binding("op", '{}|{}', "c")
     cursor = sealer.seal(binding, 3)
     for bad in (cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB"), "garbage", "",
                 CursorSealer("other").seal(binding, 3)):
@@ -38,13 +38,13 @@ def test_tampered_and_foreign_secret_cursors_are_refused():
 
 def test_replicas_sharing_a_secret_accept_each_others_cursors():
     a, b = CursorSealer("shared"), CursorSealer("shared")
-    binding = a.binding("op", {}, {}, "c")
+    binding = a.binding("op", '{}|{}', "c")
     assert b.open(a.seal(binding, 7), binding) == 7
 
 
 def test_an_expired_cursor_is_refused():
     sealer = CursorSealer("s3cret", max_age=1)
-    binding = sealer.binding("op", {}, {}, "c")
+    binding = sealer.binding("op", '{}|{}', "c")
     cursor = sealer.seal(binding, 1)
     time.sleep(2.1)  # itsdangerous timestamps have one-second resolution
     with pytest.raises(MockError) as caught:

@@ -7,9 +7,8 @@ it: no item twice, none skipped, whatever `limit` each page asks for.
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
-from typing import Any
+import time
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
@@ -22,15 +21,27 @@ class CursorSealer:
     def __init__(self, secret: str | None = None, *, max_age: int = DAY) -> None:
         self._serializer = URLSafeTimedSerializer(secret or secrets.token_hex(32), salt="mockserver.cursor")
         self.max_age = max_age
+        self._sealed: dict[tuple[str, int], str] = {}
+        self._second = 0
 
     @staticmethod
-    def binding(operation_id: str, path: dict[str, Any], filters: dict[str, Any], caller_key: str) -> str:
-        """A digest of everything the cursor is only valid for (not `limit`, which may change between pages)."""
-        canonical = json.dumps([operation_id, path, filters, caller_key], sort_keys=True, default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+    def binding(operation_id: str, values: str, caller_key: str) -> str:
+        """A digest of everything the cursor is only valid for: the operation, the request values that choose
+        the list (canonical JSON of path parameters and filters; not `limit`, which may change between pages)
+        and the caller."""
+        return hashlib.sha256(f"{operation_id}|{caller_key}|{values}".encode()).hexdigest()[:24]
 
     def seal(self, binding: str, last_rank: int) -> str:
-        return self._serializer.dumps({"b": binding, "r": last_rank})
+        """Signed cursors carry a timestamp in whole seconds, so within one second the same page's cursor is
+        the same string: it is made once per second, not once per request."""
+        now = int(time.time())
+        if now != self._second:
+            self._sealed, self._second = {}, now
+        key = (binding, last_rank)
+        cursor = self._sealed.get(key)
+        if cursor is None:
+            cursor = self._sealed[key] = self._serializer.dumps({"b": binding, "r": last_rank})
+        return cursor
 
     def open(self, cursor: str, binding: str, parameter: str = "cursor") -> int:
         """The rank after which the page starts, or 400 saying why the cursor is refused."""

@@ -20,7 +20,7 @@ from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse
 from .journal import Journal
 from .pagination import CursorSealer
-from .request_validation import RequestValidator
+from .request_validation import RequestValidator, coerce
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
@@ -69,7 +69,11 @@ class Pipeline:
         self.header_values = self._declared_header_values()
         self.journal = Journal(self.options.journal_size)
         self.scenarios = Scenarios(spec.operations)
+        # values the mock itself sets: checked here once, so requests only check they are present
+        self._fixed_headers = frozenset({self.request_id_header.lower()} | {
+            name.lower() for values in self.header_values.values() for name in values})
         problems = fixtures.problems + self.answers.problems + self._check_error_envelope()
+        problems += self._check_fixed_headers()
         problems += self._load_scenarios()
         if problems:
             raise LoadError(problems)
@@ -129,6 +133,25 @@ class Pipeline:
             raise ScenarioError(f"the body breaks the {op.id} {status} schema: {error.message}",
                                 "/body" + instance_pointer(error), str(error.validator))
 
+    def _check_fixed_headers(self) -> list[Problem]:
+        """The request id the mock makes, and the header values fixed at start-up, fit their schemas."""
+        problems = []
+        sample = {self.request_id_header.lower(): "req_" + uuid.uuid4().hex}
+        for op in self.spec.operations.values():
+            for status, response in op.responses.items():
+                values = {**sample, **{k.lower(): v for k, v in self.header_values.get(
+                    (op.id, int(status)) if status.isdigit() else (op.id, 0), {}).items()}}
+                for header in response.headers.values():
+                    value = values.get(header.name.lower())
+                    if value is None or header.schema is None:
+                        continue
+                    for error in iter_errors(header.schema.validator, coerce(value, header.kinds)):
+                        file, line, pointer = self.spec.docs.location(header.schema.uri)
+                        problems.append(Problem(file, pointer, f"the mock's value {value!r} for {header.name} does "
+                                                f"not fit its schema: {error.message}", str(error.validator), line))
+                        break
+        return problems
+
     def _check_error_envelope(self) -> list[Problem]:
         """The envelope, filled, must fit every error response the description declares."""
         problems = []
@@ -173,9 +196,11 @@ class Pipeline:
                        self.request_id_header: request_id}
             if self.options.validate_responses:
                 check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
-                               answer.origin)
-            response = MockResponse(answer.status, serialize(answer.payload, answer.media_type), answer.media_type,
-                                    headers, answer.source, op.id, answer.payload)
+                               answer.origin, body_checked=answer.prechecked,
+                               fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
+            body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
+            response = MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id,
+                                    answer.payload)
         except MockError as error:
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)

@@ -3,9 +3,10 @@ single item. The order is fixed per operation, so the collection is sorted once 
 its rank; a request only filters (which keeps the order) and slices."""
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .errors import MockError
 from .fixtures import Collection
@@ -13,7 +14,25 @@ from .pagination import CursorSealer
 from .rules import Context, Filter, field_getter
 
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?")
-Ranked = tuple[int, dict[str, Any]]
+SELECT_CACHE_SIZE = 4096
+
+
+class Entry(NamedTuple):
+    """An item in the operation's order: its rank, the item as stored, and its served form and JSON, made once."""
+
+    rank: int
+    item: dict[str, Any]
+    public: dict[str, Any]
+    json: bytes
+
+
+def to_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class Page(NamedTuple):
+    payload: dict[str, Any]
+    body: bytes
 
 
 def version_key(kind: str | None) -> Callable[[Any], Any]:
@@ -59,13 +78,17 @@ class ListQuery:
         self.version = version_key(latest["version"].get("type")) if latest else None
         self.version_field = field_getter(latest["version"]["field"]) if latest else None
         self.prefer = Filter(latest["prefer"]) if latest and "prefer" in latest else None
-        self.ranked = self._rank(collection.items, config.get("order", []))
-        self.public = [collection.public(item) for item in collection.items]
-        self._public_by_id = {id(item): pub for item, pub in zip(collection.items, self.public)}
+        self.entries = [Entry(rank, item, collection.public(item), to_json(collection.public(item)))
+                        for rank, item in enumerate(self._order(collection.items, config.get("order", [])))]
+        self._selected: dict[str, list[Entry]] = {}
+        self._prefix = b"{" + to_json(self.items_field) + b":["
+        self._tails = {more: b"]," + to_json(self.has_more_field) + (b":true" if more else b":false")
+                       for more in (True, False)}
+        self._next_key = b"," + to_json(self.next_field) + b":"
 
     @staticmethod
-    def _rank(items: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[Ranked]:
-        """Items in the operation's order (stable: ties keep file order), numbered."""
+    def _order(items: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Items in the operation's order (stable: ties keep file order)."""
         ordered = list(items)
         for rule in reversed(order):  # stable sorts, last key first
             key = _absent_last(field_getter(rule["by"]), version_key(rule.get("type")))
@@ -75,52 +98,67 @@ class ListQuery:
                 ordered = [i for i in ordered if key(i)[0]] + [i for i in ordered if not key(i)[0]]
             else:
                 ordered.sort(key=key)
-        return list(enumerate(ordered))
+        return ordered
 
-    def select(self, ctx: Context) -> list[Ranked]:
-        """The items this request lists, in order, before paging."""
+    def select(self, ctx: Context, key: str) -> list[Entry]:
+        """The items this request lists, in order, before paging. The data does not change while it is served,
+        so the answer for the same request values and caller is kept (bounded)."""
+        found = self._selected.get(key)
+        if found is None:
+            found = self._select(ctx)
+            if len(self._selected) >= SELECT_CACHE_SIZE:
+                self._selected.clear()
+            self._selected[key] = found
+        return found
+
+    def _select(self, ctx: Context) -> list[Entry]:
         tests = [t for t in (f.bind(ctx) for f in self.where) if t is not None]
-        items = [(r, i) for r, i in self.ranked if all(t(i) for t in tests)]
+        entries = [e for e in self.entries if all(t(e.item) for t in tests)]
         if self.group_by is not None:
-            items = self._latest(items, ctx)
+            entries = self._latest(entries, ctx)
         tests = [t for t in (f.bind(ctx) for f in self.filters) if t is not None]
         if tests:
-            items = [(r, i) for r, i in items if all(t(i) for t in tests)]
-        return items
+            entries = [e for e in entries if all(t(e.item) for t in tests)]
+        return entries
 
-    def _latest(self, items: list[Ranked], ctx: Context) -> list[Ranked]:
+    def _latest(self, entries: list[Entry], ctx: Context) -> list[Entry]:
         assert self.group_by and self.version and self.version_field
         prefer = self.prefer.bind(ctx) if self.prefer else None
-        best: dict[Any, tuple[tuple[bool, Any], Ranked]] = {}
-        for ranked in items:
-            item = ranked[1]
-            score = (bool(prefer(item)) if prefer else True, self.version(self.version_field(item)))
-            group = repr(self.group_by(item))
+        best: dict[Any, tuple[tuple[bool, Any], Entry]] = {}
+        for entry in entries:
+            score = (bool(prefer(entry.item)) if prefer else True, self.version(self.version_field(entry.item)))
+            group = repr(self.group_by(entry.item))
             if group not in best or score > best[group][0]:
-                best[group] = (score, ranked)
-        return sorted((r for _, r in best.values()), key=lambda r: r[0])
+                best[group] = (score, entry)
+        return sorted((e for _, e in best.values()), key=lambda e: e.rank)
 
-    def page(self, ctx: Context) -> dict[str, Any]:
-        items = self.select(ctx)
-        query = ctx.request.query
-        binding = self.sealer.binding(
-            self.operation_id, ctx.request.path,
-            {k: v for k, v in query.items() if k not in (self.limit_param, self.cursor_param)}, ctx.caller.key)
+    def page(self, ctx: Context) -> Page:
+        """One page, its body joined from JSON made at start-up."""
+        request = ctx.request
+        filters = {k: v for k, v in request.query.items() if k not in (self.limit_param, self.cursor_param)}
+        values = repr((sorted(request.path.items()), sorted(filters.items()), sorted(request.header.items()),
+                       sorted(request.cookie.items())))
+        entries = self.select(ctx, f"{ctx.caller.id}|{ctx.caller.tenant}|{values}")
+        binding = self.sealer.binding(self.operation_id, values, ctx.caller.key)
         start = 0
-        cursor = query.get(self.cursor_param)
+        cursor = request.query.get(self.cursor_param)
         if cursor is not None:
             after = self.sealer.open(str(cursor), binding, self.cursor_param)
-            start = bisect_right([r for r, _ in items], after)
-        limit = query.get(self.limit_param, self.limit_default) or len(items)
-        chunk = items[start:start + limit]
-        has_more = start + limit < len(items)
-        payload: dict[str, Any] = {
-            self.items_field: [self._public_by_id[id(item)] for _, item in chunk],
-            self.has_more_field: has_more,
-        }
+            start = bisect_right(entries, after, key=lambda e: e.rank)
+        limit = request.query.get(self.limit_param, self.limit_default) or len(entries)
+        chunk = entries[start:start + limit]
+        has_more = start + limit < len(entries)
+        payload: dict[str, Any] = {self.items_field: [e.public for e in chunk], self.has_more_field: has_more}
+        tail = self._tails[has_more]
         if has_more:
-            payload[self.next_field] = self.sealer.seal(binding, chunk[-1][0])
-        return payload
+            payload[self.next_field] = self.sealer.seal(binding, chunk[-1].rank)
+            tail += self._next_key + to_json(payload[self.next_field])
+        return Page(payload, self._prefix + b",".join(e.json for e in chunk) + tail + b"}")
+
+    def skeletons(self) -> list[dict[str, Any]]:
+        """The page without items, as it can come: checked once at start-up instead of on every request."""
+        return [{self.items_field: [], self.has_more_field: False},
+                {self.items_field: [], self.has_more_field: True, self.next_field: "cursor"}]
 
 
 class ItemQuery:

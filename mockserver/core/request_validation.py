@@ -18,6 +18,7 @@ from .spec import MediaType, Operation, Parameter
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _SKIPPED_HEADERS = {"accept", "content-type", "authorization"}  # OpenAPI: described elsewhere, ignored here
+_SEEN_SIZE = 4096
 _DELIMITER = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
 
@@ -103,40 +104,44 @@ class RequestValidator:
                     node, uri = items_schema(p.schema.node, p.schema.uri, resolve)
                     item_kinds = schema_types(node, uri, resolve)
             self.params.append(_Param(p, kinds, item_kinds))
+        # by location and the key values are kept under (header names in lower case); defaults made once
+        self._by_location: dict[str, dict[str, _Param]] = {loc: {} for loc in ("path", "query", "header", "cookie")}
+        self._defaults: dict[str, dict[str, Any]] = {loc: {} for loc in self._by_location}
+        for param in self.params:
+            key = param.spec.name.lower() if param.spec.location == "header" else param.spec.name
+            self._by_location[param.spec.location][key] = param
+            if param.spec.has_default:
+                self._defaults[param.spec.location][key] = param.spec.default
+        self._seen: dict[tuple[int, tuple[str, ...]], tuple[Any, list[Violation]]] = {}
 
     def validate(self, request: MockRequest, path_params: dict[str, str]) -> ValidRequest:
-        result = ValidRequest()
+        result = ValidRequest(dict(self._defaults["path"]), dict(self._defaults["query"]),
+                              dict(self._defaults["header"]), dict(self._defaults["cookie"]))
         violations: list[Violation] = []
-        try:
-            query = parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
-        except UnicodeDecodeError:
-            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")]) from None
-        query_values: dict[str, list[str]] = {}
-        for name, value in query:
-            query_values.setdefault(name, []).append(value)
-        cookies = _cookies(request.header("cookie"))
-        for param in self.params:
-            p = param.spec
-            raw = self._raw(p, request, path_params, query_values, cookies)
-            key = p.name.lower() if p.location == "header" else p.name
-            target: dict[str, Any] = getattr(result, p.location)
-            if raw is None:
-                if p.required:
-                    violations.append(Violation(p.name, p.location, "", "required",
-                                                f"the {p.location} parameter {p.name!r} is required"))
-                elif p.has_default:
-                    target[key] = p.default
-                continue
-            result.sent.add((p.location, key))
-            value, problem = self._parse(param, raw)
-            if problem:
-                violations.append(problem)
-                continue
-            target[key] = value
-            if p.schema is not None:
-                for error in iter_errors(p.schema.validator, value):
-                    violations.append(Violation(p.name, p.location, instance_pointer(error), str(error.validator),
-                                                _message(error.message)))
+        query: dict[str, list[str]] = {}
+        if request.query_string:
+            try:
+                pairs = parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
+            except UnicodeDecodeError:
+                raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")]) from None
+            for name, value in pairs:
+                query.setdefault(name, []).append(value)
+        cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
+        sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
+        for location, params in self._by_location.items():
+            target: dict[str, Any] = getattr(result, location)
+            for key, param in params.items():
+                raw = _raw(location, param.spec.name, sources, request)
+                if raw is None:
+                    if param.spec.required:
+                        violations.append(Violation(param.spec.name, location, "", "required",
+                                                    f"the {location} parameter {param.spec.name!r} is required"))
+                    continue
+                result.sent.add((location, key))
+                value, problems = self._checked(param, raw)
+                violations.extend(problems)
+                if not problems:
+                    target[key] = value
         body_violations: list[Violation] = []
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
@@ -144,18 +149,26 @@ class RequestValidator:
             raise bad_input(violations + body_violations)
         return result
 
-    def _raw(self, p: Parameter, request: MockRequest, path_params: dict[str, str],
-             query: dict[str, list[str]], cookies: dict[str, str]) -> list[str] | None:
-        if p.location == "path":
-            value = path_params.get(p.name)
-            return None if value is None else [value]
-        if p.location == "query":
-            return query.get(p.name)
-        if p.location == "header":
-            value = request.header(p.name)
-            return None if value is None else [value]
-        value = cookies.get(p.name)
-        return None if value is None else [value]
+    def _checked(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:
+        """The parsed value and its violations; the same raw value gets the same answer, so it is kept (bounded)."""
+        key = (id(param), tuple(raw))
+        found = self._seen.get(key)
+        if found is None:
+            found = self._check(param, raw)
+            if len(self._seen) >= _SEEN_SIZE:
+                self._seen.clear()
+            self._seen[key] = found
+        return found
+
+    def _check(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:
+        p = param.spec
+        value, problem = self._parse(param, raw)
+        if problem:
+            return None, [problem]
+        if p.schema is None:
+            return value, []
+        return value, [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
+                                 _message(error.message)) for error in iter_errors(p.schema.validator, value)]
 
     def _parse(self, param: _Param, raw: list[str]) -> tuple[Any, Violation | None]:
         p = param.spec
@@ -204,6 +217,13 @@ class RequestValidator:
                 violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
                                             error.message))
         return value
+
+
+def _raw(location: str, name: str, sources: dict[str, Any], request: MockRequest) -> list[str] | None:
+    if location == "query":
+        return sources["query"].get(name)
+    value = request.header(name) if location == "header" else sources[location].get(name)
+    return None if value is None else [value]
 
 
 def match_media_type(content_type: str, content: dict[str, MediaType]) -> MediaType | None:

@@ -1,12 +1,16 @@
-"""The Flask adapter: turns a WSGI request into a MockRequest, runs the pipeline, and turns the MockResponse
-back. It adds what only HTTP needs (CORS, the access log); everything else lives in `mockserver.core`."""
+"""The HTTP adapter. Requests to the described API go straight from WSGI to the pipeline (`MockWSGI`): a mock
+behind a load test must not pay for a web framework's routing twice. Flask serves what is the mock's own, the
+control API under /__mock/, and is the app object users get: `create_app` returns a Flask app whose `wsgi_app`
+is wrapped, as Flask's docs recommend for middleware. This layer adds only what HTTP needs: CORS, the access log,
+the journal, latency and broken connections; everything else lives in `mockserver.core`."""
 from __future__ import annotations
 
 import logging
 import socket
 import time
+from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 from flask import Flask, Response, request
@@ -15,29 +19,96 @@ from werkzeug.exceptions import HTTPException
 from ..core.errors import MockError
 from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Options, Pipeline
-from .control import control_blueprint
+from .control import PREFIX, control_blueprint
 from .cors import cors_headers, is_preflight, preflight_headers
 
 access_log = logging.getLogger("mockserver.access")
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"]
 PIPELINE_KEY = "mockserver.pipeline"
+StartResponse = Callable[..., Any]
+_STATUS_LINES = {s.value: f"{s.value} {s.phrase}" for s in HTTPStatus}
 
 
-def _raw_path() -> str:
+def status_line(status: int) -> str:
+    return _STATUS_LINES.get(status) or f"{status} Status {status}"
+
+
+def request_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's headers by lower-case name, straight from the WSGI environ."""
+    headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            headers[key.replace("_", "-").lower()] = environ[key]
+    return headers
+
+
+def raw_path(environ: dict[str, Any]) -> str:
     """The path as the client sent it (percent-encoding intact), so `%2F` inside an id stays one segment."""
-    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     if raw:
         return raw.split("?", 1)[0]
-    return quote(request.environ.get("PATH_INFO", "/"), safe="/:@!$&'()*+,;=-._~")
+    return quote(environ.get("PATH_INFO", "/").encode("latin-1").decode("utf-8", "replace"),
+                 safe="/:@!$&'()*+,;=-._~")
 
 
-def _to_flask(response: MockResponse) -> Response:
-    out = Response(response.body, status=response.status, headers=response.headers)
-    if response.media_type:
-        out.headers["Content-Type"] = response.media_type
-    elif not response.body:
-        out.headers.pop("Content-Type", None)
-    return out
+class MockWSGI:
+    """Serves the described API from WSGI; passes the control API's paths to Flask."""
+
+    def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None) -> None:
+        self.pipeline = pipeline
+        self.flask_wsgi = flask_wsgi
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/")):
+            return self.flask_wsgi(environ, start_response)
+        started = time.perf_counter()
+        headers = request_headers(environ)
+        method = environ.get("REQUEST_METHOD", "GET")
+        if is_preflight(method, headers):
+            start_response("204 No Content", list(preflight_headers(headers).items()))
+            _log(environ, 204, started, "cors", None)
+            return []
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        body = environ["wsgi.input"].read(length) if length > 0 else b""
+        mock_request = MockRequest(method, raw_path(environ), environ.get("QUERY_STRING", ""), headers, body)
+        result = self.pipeline.handle(mock_request)
+        if result.delay_ms:
+            time.sleep(result.delay_ms / 1000)
+        out_headers = dict(result.headers)
+        if result.media_type:
+            out_headers["Content-Type"] = result.media_type
+        out_headers["Content-Length"] = str(len(result.body))
+        out_headers.update(cors_headers(headers))
+        self.pipeline.journal.record(
+            method=method, path=mock_request.path, query=mock_request.query_string, request_headers=headers,
+            request_body=body, status=result.status, response_headers=out_headers, response_body=result.body,
+            source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
+            duration_ms=(time.perf_counter() - started) * 1000)
+        _log(environ, result.status, started, result.source, result.operation_id)
+        if result.disconnect == "close":
+            _shut_socket(environ)  # the client gets no response at all; the server's write finds a closed socket
+        start_response(status_line(result.status), list(out_headers.items()))
+        if result.disconnect == "truncate":
+            return _half(result.body, environ)
+        return [result.body]
+
+
+def _shut_socket(environ: dict[str, Any]) -> None:
+    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
+    """A scenario's `break: truncate`: the whole length was announced; half the body comes, then the socket shuts."""
+    yield body[: len(body) // 2]
+    _shut_socket(environ)
 
 
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
@@ -50,43 +121,10 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
     if control:
         app.register_blueprint(control_blueprint(pipeline, control_token, lambda e: _envelope(pipeline, e)))
 
-    def serve(path: str = "") -> Response:
-        started = time.perf_counter()
-        if is_preflight(request.method, request.headers):
-            out = Response(status=204, headers=preflight_headers(request.headers))
-            _log(out.status_code, started, "cors", None)
-            return out
-        mock_request = MockRequest(request.method, _raw_path(), request.query_string.decode("latin-1"),
-                                   {k.lower(): v for k, v in request.headers.items()}, request.get_data(cache=False))
-        result = pipeline.handle(mock_request)
-        if result.delay_ms:
-            time.sleep(result.delay_ms / 1000)
-        out = _to_flask(result)
-        out.headers.update(cors_headers(request.headers))
-        elapsed = (time.perf_counter() - started) * 1000
-        pipeline.journal.record(method=request.method, path=mock_request.path, query=mock_request.query_string,
-                                request_headers=dict(request.headers), request_body=mock_request.body,
-                                status=result.status, response_headers=dict(out.headers), response_body=result.body,
-                                source=result.source, operation_id=result.operation_id,
-                                scenario_id=result.scenario_id, duration_ms=elapsed)
-        _log(result.status, started, result.source, result.operation_id)
-        if result.disconnect == "close":
-            _drop_connection()
-        if result.disconnect == "truncate":
-            out = _truncated(out)
-        return out
-
-    app.add_url_rule("/", "serve", serve, methods=METHODS, provide_automatic_options=False)
-    app.add_url_rule("/<path:path>", "serve_path", serve, methods=METHODS, provide_automatic_options=False)
-
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
         """Werkzeug's own refusals (a body too large, a broken request) in the API's envelope, never HTML."""
         return _envelope(pipeline, MockError(exc.code or 500, exc.description or exc.name))
-
-    @app.errorhandler(_Disconnect)
-    def disconnected(exc: _Disconnect) -> Response:
-        return Response(status=500)  # nothing reaches the client: its connection is already shut
 
     @app.errorhandler(Exception)
     def crash(exc: Exception) -> Response:
@@ -94,52 +132,22 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         access_log.exception("internal error on %s %s", request.method, request.path)
         return _envelope(pipeline, MockError(500, "the mock failed to answer; see its log", code="mock-internal-error"))
 
+    app.wsgi_app = MockWSGI(pipeline, app.wsgi_app if control else None)  # type: ignore[method-assign]
     return app
 
 
-class _Disconnect(Exception):
-    """Raised after the socket is shut: the server finds nothing to write to and closes the connection."""
-
-
-def _shut_socket(environ: dict[str, Any]) -> None:
-    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _drop_connection() -> None:
-    """A scenario's `break: close`: shut the socket so the client gets no response at all."""
-    _shut_socket(request.environ)
-    raise _Disconnect()
-
-
-def _truncated(out: Response) -> Response:
-    """A scenario's `break: truncate`: announce the whole length, send half the body, then drop the connection."""
-    data = out.get_data()
-    out.headers["Content-Length"] = str(len(data))
-    environ = request.environ
-
-    def half() -> Any:
-        yield data[: len(data) // 2]
-        _shut_socket(environ)
-
-    out.response = half()
-    return out
-
-
 def _envelope(pipeline: Pipeline, error: MockError) -> Response:
-    request_id = pipeline.request_id(MockRequest(request.method, request.path,
-                                                 headers={k.lower(): v for k, v in request.headers.items()}))
-    out = _to_flask(pipeline.error_response(error, request_id, None))
-    out.headers.update(cors_headers(request.headers))
+    headers = request_headers(request.environ)
+    request_id = pipeline.request_id(MockRequest(request.method, request.path, headers=headers))
+    result: MockResponse = pipeline.error_response(error, request_id, None)
+    out = Response(result.body, status=result.status, headers=result.headers, content_type=result.media_type)
+    out.headers.update(cors_headers(headers))
     return out
 
 
-def _log(status: int, started: float, source: str, operation_id: str | None) -> None:
+def _log(environ: dict[str, Any], status: int, started: float, source: str, operation_id: str | None) -> None:
     if access_log.isEnabledFor(logging.INFO):
-        query = ("?" + request.query_string.decode("latin-1")) if request.query_string else ""
-        access_log.info("%s %s%s %d %.1fms %s%s", request.method, request.path, query, status,
-                        (time.perf_counter() - started) * 1000, source, f" {operation_id}" if operation_id else "")
+        query = environ.get("QUERY_STRING")
+        access_log.info("%s %s%s %d %.1fms %s%s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"),
+                        f"?{query}" if query else "", status, (time.perf_counter() - started) * 1000, source,
+                        f" {operation_id}" if operation_id else "")

@@ -7,9 +7,9 @@ EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow"
 
 
 def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> dict[str, str]:
-    """Headers for any answer to a request that came with an Origin: the origin is echoed, not `*`, so cookies
+    """`request_headers` by lower-case name. Headers for any answer to a request that came with an Origin: the origin is echoed, not `*`, so cookies
     and `Authorization` work."""
-    origin = request_headers.get("Origin")
+    origin = request_headers.get("origin")
     if not origin:
         return {}
     return {"Access-Control-Allow-Origin": origin, "Access-Control-Allow-Credentials": "true",
@@ -17,11 +17,11 @@ def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> 
 
 
 def is_preflight(method: str, request_headers: Mapping[str, str]) -> bool:
-    return method == "OPTIONS" and "Origin" in request_headers and "Access-Control-Request-Method" in request_headers
+    return method == "OPTIONS" and "origin" in request_headers and "access-control-request-method" in request_headers
 
 
 def preflight_headers(request_headers: Mapping[str, str]) -> dict[str, str]:
-    asked = request_headers.get("Access-Control-Request-Headers", "")
+    asked = request_headers.get("access-control-request-headers", "")
     return {**cors_headers(request_headers),
             "Access-Control-Allow-Methods": "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS",
             "Access-Control-Allow-Headers": asked or "Authorization, Content-Type, Prefer, X-Request-Id",

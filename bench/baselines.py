@@ -1,0 +1,26 @@
+"""The floor and the ceiling the mock is measured against: a bare Flask app and a raw WSGI callable, each
+answering the same bytes from memory (the mock's first page of listTestSets), served by the same gunicorn.
+
+Run by bench/run.py as `gunicorn bench.baselines:flask_app` / `bench.baselines:wsgi_app`; the payload is read
+from the file named by BENCH_PAYLOAD."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from flask import Flask, Response
+
+PAYLOAD = Path(os.environ.get("BENCH_PAYLOAD", "/dev/null")).read_bytes()
+
+flask_app = Flask("bare")
+
+
+@flask_app.get("/<path:anything>")
+def everything(anything: str) -> Response:
+    return Response(PAYLOAD, content_type="application/json")
+
+
+def wsgi_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(PAYLOAD)))])
+    return [PAYLOAD]

@@ -1,0 +1,269 @@
+"""The API's own rules, which no schema states, as Schemathesis checks: they run on every response of every
+run (the `mockserver contract` engine and the pytest integration alike), for any description and fixtures.
+What each needs to know about an operation comes from its `x-contract` (see `knowledge.py`); an operation
+without one (a schema not loaded by `mockserver.contract`) is left alone.
+
+A check returns True when it does not apply to the response (Schemathesis then counts it neither passed nor
+failed), None when it passed, and raises `CheckFailed` saying what was expected and what came back."""
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections import Counter
+from typing import Any, Callable
+
+import schemathesis
+from schemathesis import Case, CheckContext, Response
+from schemathesis.core.failures import Failure
+from schemathesis.openapi.checks import RejectedPositiveData
+
+from ..core.auth import Caller
+from ..core.query import version_key
+from ..core.request_validation import ValidRequest
+from ..core.rules import Context, compile_condition, field_getter
+from .knowledge import KEY, find
+
+MAX_PAGES = 20  # a cursor walk follows at most this many pages
+PROBES_PER_OPERATION = 3  # cursor walks (and tampered cursors) per operation and run: each costs requests
+_WHOLE_SECONDS = re.compile(r"^\d+$")
+
+
+class CheckFailed(Failure):
+    """A broken rule, with what the contract expects and what the server did; `curl` when the failing request
+    is one the check made itself (a later page, a tampered cursor) rather than the generated one."""
+
+    __slots__ = ("expected", "got", "curl")
+
+    def __init__(self, case: Case, title: str, expected: str, got: str, curl: str | None = None) -> None:
+        super().__init__(operation=case.operation.label, title=title, message=f"Expected: {expected}\nGot: {got}")
+        self.expected, self.got, self.curl = expected, got, curl
+
+    @property
+    def _unique_key(self) -> str:
+        return self.title  # one finding per operation and rule, not one per class
+
+
+def contract(case: Case) -> dict[str, Any] | None:
+    raw = case.operation.definition.raw
+    return raw.get(KEY) if isinstance(raw, dict) else None
+
+
+def _json(response: Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return None
+
+
+def _header(response: Response, name: str) -> str | None:
+    values = response.headers.get(name.lower())
+    return values[0] if values else None
+
+
+@schemathesis.check
+def request_id_header(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """Every response carries the request id header; on an error it equals the envelope's `requestId`."""
+    known = contract(case)
+    if known is None or known["requestIdHeader"] is None:
+        return True
+    name = known["requestIdHeader"]
+    value = _header(response, name)
+    if value is None:
+        raise CheckFailed(case, f"{name} missing", f"a {name} header on every response",
+                          f"{response.status_code} without {name}")
+    if response.status_code >= 400:
+        request_id = find(_json(response), "requestId", known["envelope"])
+        if request_id is not None and request_id != value:
+            raise CheckFailed(case, f"{name} differs from the envelope's requestId",
+                              f"{name} equal to the envelope's requestId", f"{name}: {value}, requestId: {request_id}")
+    return None
+
+
+@schemathesis.check
+def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """An error of a status the operation documents carries one of the codes its examples give that status."""
+    known = contract(case)
+    documented = known["codes"].get(str(response.status_code)) if known else None
+    if not documented:
+        return True
+    code = find(_json(response), "code", known["envelope"])
+    if code not in documented:
+        raise CheckFailed(case, f"Undocumented error code for {response.status_code}",
+                          f"a {response.status_code} code among {', '.join(documented)}",
+                          f"{response.status_code} with code {code!r}")
+    return None
+
+
+@schemathesis.check
+def retry_after_seconds(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """A 503 says when to come back: `Retry-After` in whole seconds."""
+    if contract(case) is None or response.status_code != 503:
+        return True
+    value = _header(response, "Retry-After")
+    if value is None or not _WHOLE_SECONDS.match(value.strip()):
+        raise CheckFailed(case, "Retry-After not whole seconds", "503 with Retry-After in whole seconds",
+                          f"Retry-After: {value}" if value is not None else "503 without Retry-After")
+    return None
+
+
+def _page(case: Case, response: Response) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The page's field names and the page itself, when this is a list's successful answer."""
+    known = contract(case)
+    names = known.get("page") if known else None
+    body = _json(response) if names and 200 <= response.status_code < 300 else None
+    if not isinstance(body, dict) or not isinstance(body.get(names["hasMore"]), bool):
+        return None
+    return names, body
+
+
+@schemathesis.check
+def next_cursor_when_has_more(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """A page gives `nextCursor` exactly when `hasMore` is true."""
+    found = _page(case, response)
+    if found is None:
+        return True
+    names, body = found
+    has_more, cursor = body[names["hasMore"]], body.get(names["nextCursor"])
+    if has_more != (cursor not in (None, "")):
+        raise CheckFailed(case, f"{names['nextCursor']} and {names['hasMore']} disagree",
+                          f"{names['nextCursor']} present exactly when {names['hasMore']} is true",
+                          f"{names['hasMore']}: {json.dumps(has_more)}, {names['nextCursor']}: {json.dumps(cursor)}")
+    return None
+
+
+_probes: weakref.WeakKeyDictionary[Any, Counter[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _may_probe(case: Case, kind: str) -> bool:
+    """Whether this run may still spend requests on a `kind` probe of the operation (bounded per schema)."""
+    spent = _probes.setdefault(case.operation.schema, Counter())
+    key = (case.operation.label, kind)
+    spent[key] += 1
+    return spent[key] <= PROBES_PER_OPERATION
+
+
+def _follow(case: Case, cursor_param: str, cursor: str) -> tuple[Response, str]:
+    """The same request with a cursor, sent with the run's headers; the answer and a curl that repeats it."""
+    query = {**case.query, cursor_param: cursor}
+    follow = case.derive(query=query, keep_auth=True)
+    headers = case.operation.schema.config.headers_for(operation=case.operation)
+    return follow.call(headers=headers), follow.as_curl_command(headers=headers)
+
+
+@schemathesis.check
+def cursor_walk(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """Following `nextCursor` from a first page walks the list with no item twice, in the documented order."""
+    found = _page(case, response)
+    if found is None or case.query.get(found[0]["cursor"]) is not None or not found[1][found[0]["hasMore"]]:
+        return True
+    names, body = found
+    if not _may_probe(case, "walk"):
+        return True
+    known = contract(case) or {}
+    items: list[Any] = list(body.get(names["items"]) or [])
+    seen: dict[str, int] = {}
+    in_order = _comparator(known.get("order") or [])
+    for page in range(1, MAX_PAGES + 1):
+        for item in items[len(seen):]:
+            identity = json.dumps(item, sort_keys=True)
+            if identity in seen:
+                raise CheckFailed(case, "A cursor walk repeats an item", "no item twice across the pages",
+                                  f"item {_brief(item)} at positions {seen[identity] + 1} and {len(seen) + 1}",
+                                  curl if page > 1 else None)
+            if seen and in_order is not None and not in_order(items[len(seen) - 1], item):
+                raise CheckFailed(case, "A cursor walk breaks the documented order",
+                                  f"items ordered by {_describe(known['order'])}",
+                                  f"{_brief(items[len(seen) - 1])} before {_brief(item)}", curl if page > 1 else None)
+            seen[identity] = len(seen)
+        if not body.get(names["hasMore"]):
+            return None
+        response, curl = _follow(case, names["cursor"], str(body.get(names["nextCursor"])))
+        body = _json(response)
+        if response.status_code != 200 or not isinstance(body, dict):
+            raise CheckFailed(case, "Following nextCursor failed", "200 with the next page",
+                              f"{response.status_code} {response.content[:200]!r}", curl)
+        items += list(body.get(names["items"]) or [])
+    return None
+
+
+def _comparator(order: list[dict[str, Any]]) -> Callable[[Any, Any], bool] | None:
+    """Whether two items stand in the documented order (`by`, `desc`, `type`; an absent value sorts last)."""
+    if not order:
+        return None
+    keys = [(field_getter(rule["by"]), version_key(rule.get("type")), bool(rule.get("desc"))) for rule in order]
+
+    def in_order(before: Any, after: Any) -> bool:
+        for get, key, desc in keys:
+            a, b = (get(x) if isinstance(x, dict) else None for x in (before, after))
+            a_present, b_present = (isinstance(v, (str, int, float, bool)) for v in (a, b))
+            if a_present != b_present:
+                return a_present
+            if not a_present or key(a) == key(b):
+                continue
+            return (key(a) > key(b)) if desc else (key(a) < key(b))
+        return True
+
+    return in_order
+
+
+def _describe(order: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{rule['by']}{' descending' if rule.get('desc') else ''}" for rule in order)
+
+
+def _brief(item: Any) -> str:
+    text = json.dumps(item, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:117] + "…"
+
+
+def tamper(cursor: str) -> str:
+    """The cursor with one character near its middle changed, as an attacker (or a buggy client) would."""
+    middle = len(cursor) // 2
+    index = next((i for i in [*range(middle, len(cursor)), *range(middle)] if cursor[i].isalnum()), middle)
+    swapped = "B" if cursor[index:index + 1] == "A" else "A"
+    return cursor[:index] + swapped + cursor[index + 1:]
+
+
+@schemathesis.check
+def tampered_cursor_rejected(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """A cursor changed by the client answers 400 with a code the operation documents for 400."""
+    found = _page(case, response)
+    cursor = found[1].get(found[0]["nextCursor"]) if found else None
+    if not cursor or not _may_probe(case, "tamper"):
+        return True
+    names = found[0]  # type: ignore[index]
+    answer, curl = _follow(case, names["cursor"], tamper(str(cursor)))
+    documented = (contract(case) or {})["codes"].get("400") or []
+    code = find(_json(answer), "code", (contract(case) or {})["envelope"])
+    if answer.status_code != 400 or (documented and code not in documented):
+        expected = f"400 with a code among {', '.join(documented)}" if documented else "400"
+        raise CheckFailed(case, "Tampered cursor not rejected", expected,
+                          f"{answer.status_code} with code {code!r}", curl)
+    return None
+
+
+def filter_failure(context: Any, failure: Failure, case: Case, response: Response) -> bool:
+    """Schemathesis hook: keep every failure but a rejection of schema-valid data that the contract explains, so
+    the API is not blamed for rules its description states in words: a 400 for a cursor it did not issue for
+    this very list (a cursor's validity is beyond any schema; the cursor checks above test cursors), or the
+    status of a fixture `reject` rule the request meets (`scopeId` without `scopeKind` …)."""
+    known = contract(case)
+    if known is None or not isinstance(failure, RejectedPositiveData):
+        return True
+    status = response.status_code
+    if status == 400 and known["page"] and case.query.get(known["page"]["cursor"]) is not None:
+        return False
+    ctx = _rule_context(case, known["caller"])
+    return not any(rule["status"] == status and compile_condition(rule["when"])(ctx) for rule in known["rejects"])
+
+
+def _rule_context(case: Case, caller: dict[str, Any]) -> Context:
+    """The request of a case as the fixtures' rules read it."""
+    request = ValidRequest()
+    for location, values in (("path", case.path_parameters), ("query", case.query), ("header", case.headers),
+                             ("cookie", case.cookies)):
+        for name, value in (values or {}).items():
+            key = name.lower() if location == "header" else name
+            getattr(request, location)[key] = value
+            request.sent.add((location, key))
+    return Context(request, Caller(caller["id"], caller["tenant"], True, ""))

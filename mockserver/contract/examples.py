@@ -1,0 +1,170 @@
+"""Explicit examples from the fixtures, so generated calls reach real `200` answers and not only `404`s.
+
+An operation's fixture says which items its answer needs: `require` rules and the `where` of its `list` or `item`
+(`{field: id, equals: {path: testSetId}}`, `{field: tenantId, equals: {caller: tenant}}`, literal filters …).
+Every request value bound by an `equals` is taken from one item that passes ALL the rule's filters, judged by the
+engine's own rule code for the caller of the run's token, so a combination (test set id + version) really exists.
+The values go into the description's parameters as named `examples`; Schemathesis pairs equally-named examples
+of different parameters into one request."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from ..core.auth import Caller
+from ..core.documents import unescape_token
+from ..core.fixtures import FixtureSet
+from ..core.request_validation import ValidRequest
+from ..core.rules import LOCATIONS, Context, Filter, field_getter
+from ..core.spec import SpecIndex
+
+PER_OPERATION = 3  # request value combinations per operation: enough to vary, few enough to stay quick
+Binding = tuple[tuple[str, str], ...]  # ((location, name), value) pairs, hashable to keep them unique
+
+
+def caller_for(settings: dict[str, Any], token: str | None) -> Caller:
+    """Who the run's token is, per the fixtures' settings (an undeclared token is a caller of the default tenant,
+    as the mock treats it)."""
+    auth = settings.get("auth") or {}
+    declared = (auth.get("tokens") or {}).get(token) if token else None
+    if declared:
+        return Caller(declared.get("caller", "anonymous"), declared.get("tenant"), True, "")
+    return Caller("anonymous", auth.get("defaultTenant"), False, "")
+
+
+def usable_token(settings: dict[str, Any]) -> str | None:
+    """The first token the fixtures declare that is neither expired nor revoked: the in-process mock's caller."""
+    tokens = (settings.get("auth") or {}).get("tokens") or {}
+    return next((name for name, t in tokens.items() if not t.get("expired") and not t.get("revoked")), None)
+
+
+@dataclass
+class _Rule:
+    """One set of filters an item of one collection must pass, and the request values its `equals` bind."""
+
+    items: list[dict[str, Any]]
+    filters: list[Filter]
+    binds: list[tuple[tuple[str, str], Any]]  # ((location, name), getter of the item's field)
+
+    @classmethod
+    def parse(cls, fixtures: FixtureSet, spec: dict[str, Any]) -> _Rule | None:
+        collection = fixtures.collections.get(spec.get("from", ""))
+        if collection is None:
+            return None
+        where = spec.get("where") or []
+        binds = [((loc, f["equals"][loc]), field_getter(f["field"])) for f in where if "when" not in f
+                 for loc in LOCATIONS if loc != "caller" and isinstance(f.get("equals"), dict)
+                 and isinstance(f["equals"].get(loc), str)]
+        return cls(collection.items, [Filter(f) for f in where], binds)
+
+    def extend(self, binding: Binding, caller: Caller) -> list[Binding]:
+        """Every binding this rule allows on top of `binding`, one per item that passes, in item order."""
+        found: dict[Binding, None] = {}
+        fixed = dict(binding)
+        for item in self.items:
+            values = dict(fixed)
+            for key, get in self.binds:
+                value = get(item)
+                if key not in values and isinstance(value, (str, int, float, bool)):
+                    values[key] = value
+            if _passes(item, self.filters, values, caller):
+                found[tuple(values.items())] = None
+        return list(found)
+
+
+def _passes(item: dict[str, Any], filters: list[Filter], values: dict[tuple[str, str], Any], caller: Caller) -> bool:
+    request = ValidRequest()
+    for (location, name), value in values.items():
+        key = name.lower() if location == "header" else name
+        getattr(request, location)[key] = value
+        request.sent.add((location, key))
+    ctx = Context(request, caller)
+    tests = [f.bind(ctx) for f in filters]
+    return all(test is None or test(item) for test in tests)
+
+
+def derive(fixtures: FixtureSet, operation_id: str, caller: Caller) -> list[dict[tuple[str, str], Any]]:
+    """Up to PER_OPERATION combinations of request values for which every rule of the operation finds an item:
+    the list's (or item's) items first, so pages are not empty, then the `require` rules narrow them."""
+    located = fixtures.operations.get(operation_id)
+    config = located.value if located else {}
+    specs = [config[k] for k in ("list", "item") if isinstance(config.get(k), dict)] + list(config.get("require") or [])
+    rules = [rule for rule in (_Rule.parse(fixtures, s) for s in specs) if rule is not None]
+    if not any(rule.binds for rule in rules):
+        return []
+    bindings: list[Binding] = [()]
+    for index, rule in enumerate(rules):
+        # the first rule spreads over its items; the others only need one item each to agree
+        bindings = [b for current in bindings for b in rule.extend(current, caller)[: None if index == 0 else 1]]
+    bindings = [b for b in bindings if b]
+    return [dict(b) for b in _spread(bindings, PER_OPERATION)]
+
+
+def _spread(values: list[Binding], count: int) -> list[Binding]:
+    """`count` values from across the list (first, middle, last …) rather than its head."""
+    if len(values) <= count:
+        return values
+    return [values[round(i * (len(values) - 1) / (count - 1))] for i in range(count)] if count > 1 else values[:1]
+
+
+def add_examples(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> dict[str, int]:
+    """Write the derived values into `raw` (the description as read) as named examples of each operation's
+    parameters (`fixtures-1`, `fixtures-2` …). A parameter behind a `$ref` is copied into the operation first,
+    so the examples stay with it. Returns how many combinations each operation got."""
+    added: dict[str, int] = {}
+    for op in spec.operations.values():
+        combos = derive(fixtures, op.id, caller)
+        node = (raw.get("paths") or {}).get(op.path, {}).get(op.method.lower())
+        if not combos or not isinstance(node, dict):
+            continue
+        for index, combo in enumerate(combos, 1):
+            for (location, name), value in combo.items():
+                parameter = _own_parameter(raw, op.path, node, location, name)
+                if parameter is not None:
+                    _add_example(parameter, f"fixtures-{index}", value)
+        added[op.id] = len(combos)
+    return added
+
+
+def _own_parameter(raw: dict[str, Any], path: str, node: dict[str, Any], location: str,
+                   name: str) -> dict[str, Any] | None:
+    """The operation's own (inline) definition of a parameter, copying a `$ref`'d or path-level one into it.
+    Only references inside the description's own file are followed: a parameter from another file gets none."""
+    own = node.setdefault("parameters", [])
+    inherited = raw["paths"][path].get("parameters") or []
+    for entries, owned in ((own, True), (inherited, False)):
+        for index, entry in enumerate(entries):
+            resolved = _local(raw, entry)
+            if not (isinstance(resolved, dict) and resolved.get("name") == name and resolved.get("in") == location):
+                continue
+            if owned and resolved is entry:
+                return entry
+            inline = copy.deepcopy(resolved)
+            if owned:
+                own[index] = inline
+            else:
+                own.append(inline)
+            return inline
+    return None
+
+
+def _local(raw: dict[str, Any], node: Any) -> Any:
+    """`node`, or what its `#/…` reference points to in the same document (None when it points elsewhere)."""
+    seen = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        ref, seen = node["$ref"], seen + 1
+        if not ref.startswith("#/") or seen > 32:
+            return None
+        node = raw
+        for token in ref[2:].split("/"):
+            node = node.get(unescape_token(unquote(token))) if isinstance(node, dict) else None
+    return node
+
+
+def _add_example(parameter: dict[str, Any], name: str, value: Any) -> None:
+    examples = parameter.setdefault("examples", {})
+    if "example" in parameter:  # `example` and `examples` exclude each other: keep the description's as one
+        examples["description"] = {"value": parameter.pop("example")}
+    examples[name] = {"summary": "from the fixtures", "value": value}

@@ -38,6 +38,32 @@ def _report(exc: LoadError) -> None:
         print(f"  {problem}", file=sys.stderr)
 
 
+def _header(text: str) -> tuple[str, str]:
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
+    """Exit 0 when every check passed, 1 on failures, 2 when the description, fixtures or options are unusable."""
+    import logging
+
+    from . import contract
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the in-process mock: no line per request
+    options = contract.Options(spec, fixtures, url=args.url, token=args.token, headers=dict(args.header),
+                               max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
+                               operations=args.operation)
+    try:
+        return contract.check(options, args.junit)
+    except LoadError as exc:
+        _report(exc)
+    except contract.UnknownOperation as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mockserver", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,12 +84,32 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
     serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
     serve.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
+    serve.add_argument("--watch", action="store_true",
+                       help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
+                            "good state)")
 
     validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
     _add_sources(validate)
 
+    contract = commands.add_parser("contract", help="check a server (or the mock, in-process) against the description")
+    _add_sources(contract)
+    contract.add_argument("--url", help="base URL of the server to check, with the description's base path "
+                                        "(default: the mock, in-process, with strict auth)")
+    contract.add_argument("--token", help="bearer token sent with every call (default in-process: the first usable "
+                                          "token of the fixtures)")
+    contract.add_argument("--header", action="append", default=[], type=_header, metavar="'NAME: VALUE'",
+                          help="another header sent with every call (repeatable)")
+    contract.add_argument("--max-examples", type=int, default=None, help="generated examples per operation and phase "
+                                                                         "(default 100)")
+    contract.add_argument("--seed", type=int, help="repeat a run: the same seed sends the same requests")
+    contract.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
+                          help="check only these operationIds")
+
     args = parser.parse_args(argv)
     spec, fixtures = _sources(args)
+    if args.command == "contract":
+        return _contract(args, spec, fixtures)
     if args.command == "validate":
         try:
             pipeline = Pipeline.load(spec, fixtures)
@@ -80,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     log_buffer = configure_logging(args.log_level)
 
     try:
-        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token, seed=args.seed, strict_auth=args.strict_auth,
+        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token,
+                         watch=args.watch, seed=args.seed, strict_auth=args.strict_auth,
                          validate_responses=not args.no_response_validation,
                          cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
     except LoadError as exc:

@@ -20,9 +20,8 @@ from schemathesis.openapi.checks import RejectedPositiveData
 
 from ..core.auth import Caller
 from ..core.query import version_key
-from ..core.request_validation import ValidRequest
-from ..core.rules import Context, compile_condition, field_getter
-from .knowledge import KEY, find
+from ..core.rules import compile_condition, field_getter
+from .knowledge import KEY, find, rule_context
 
 MAX_PAGES = 20  # a cursor walk follows at most this many pages
 PROBES_PER_OPERATION = 3  # cursor walks (and tampered cursors) per operation and run: each costs requests
@@ -108,13 +107,14 @@ def retry_after_seconds(ctx: CheckContext, response: Response, case: Case) -> bo
 
 
 def _page(case: Case, response: Response) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The page's field names and the page itself, when this is a list's successful answer."""
+    """The operation's contract and the page, when this is a list's successful answer (`known["page"]` names
+    its fields)."""
     known = contract(case)
-    names = known.get("page") if known else None
+    names = known["page"] if known else None
     body = _json(response) if names and 200 <= response.status_code < 300 else None
     if not isinstance(body, dict) or not isinstance(body.get(names["hasMore"]), bool):
         return None
-    return names, body
+    return known, body
 
 
 @schemathesis.check
@@ -123,7 +123,7 @@ def next_cursor_when_has_more(ctx: CheckContext, response: Response, case: Case)
     found = _page(case, response)
     if found is None:
         return True
-    names, body = found
+    names, body = found[0]["page"], found[1]
     has_more, cursor = body[names["hasMore"]], body.get(names["nextCursor"])
     if has_more != (cursor not in (None, "")):
         raise CheckFailed(case, f"{names['nextCursor']} and {names['hasMore']} disagree",
@@ -132,12 +132,16 @@ def next_cursor_when_has_more(ctx: CheckContext, response: Response, case: Case)
     return None
 
 
-_probes: weakref.WeakKeyDictionary[Any, Counter[tuple[str, str]]] = weakref.WeakKeyDictionary()
+_probes: dict[int, Counter[tuple[str, str]]] = {}  # by id of the schema of a run, while it lives
 
 
 def _may_probe(case: Case, kind: str) -> bool:
     """Whether this run may still spend requests on a `kind` probe of the operation (bounded per schema)."""
-    spent = _probes.setdefault(case.operation.schema, Counter())
+    schema = case.operation.schema
+    if id(schema) not in _probes:
+        _probes[id(schema)] = Counter()
+        weakref.finalize(schema, _probes.pop, id(schema), None)
+    spent = _probes[id(schema)]
     key = (case.operation.label, kind)
     spent[key] += 1
     return spent[key] <= PROBES_PER_OPERATION
@@ -155,26 +159,26 @@ def _follow(case: Case, cursor_param: str, cursor: str) -> tuple[Response, str]:
 def cursor_walk(ctx: CheckContext, response: Response, case: Case) -> bool | None:
     """Following `nextCursor` from a first page walks the list with no item twice, in the documented order."""
     found = _page(case, response)
-    if found is None or case.query.get(found[0]["cursor"]) is not None or not found[1][found[0]["hasMore"]]:
+    if found is None:
         return True
-    names, body = found
-    if not _may_probe(case, "walk"):
+    known, body = found
+    names = known["page"]
+    if case.query.get(names["cursor"]) is not None or not body[names["hasMore"]] or not _may_probe(case, "walk"):
         return True
-    known = contract(case) or {}
     items: list[Any] = list(body.get(names["items"]) or [])
     seen: dict[str, int] = {}
-    in_order = _comparator(known.get("order") or [])
-    for page in range(1, MAX_PAGES + 1):
+    in_order = _comparator(known["order"])
+    curl: str | None = None  # of the last page followed: the request that shows a problem
+    for _ in range(MAX_PAGES):
         for item in items[len(seen):]:
             identity = json.dumps(item, sort_keys=True)
             if identity in seen:
                 raise CheckFailed(case, "A cursor walk repeats an item", "no item twice across the pages",
-                                  f"item {_brief(item)} at positions {seen[identity] + 1} and {len(seen) + 1}",
-                                  curl if page > 1 else None)
+                                  f"item {_brief(item)} at positions {seen[identity] + 1} and {len(seen) + 1}", curl)
             if seen and in_order is not None and not in_order(items[len(seen) - 1], item):
                 raise CheckFailed(case, "A cursor walk breaks the documented order",
                                   f"items ordered by {_describe(known['order'])}",
-                                  f"{_brief(items[len(seen) - 1])} before {_brief(item)}", curl if page > 1 else None)
+                                  f"{_brief(items[len(seen) - 1])} before {_brief(item)}", curl)
             seen[identity] = len(seen)
         if not body.get(names["hasMore"]):
             return None
@@ -228,13 +232,15 @@ def tamper(cursor: str) -> str:
 def tampered_cursor_rejected(ctx: CheckContext, response: Response, case: Case) -> bool | None:
     """A cursor changed by the client answers 400 with a code the operation documents for 400."""
     found = _page(case, response)
-    cursor = found[1].get(found[0]["nextCursor"]) if found else None
+    if found is None:
+        return True
+    known, body = found
+    cursor = body.get(known["page"]["nextCursor"])
     if not cursor or not _may_probe(case, "tamper"):
         return True
-    names = found[0]  # type: ignore[index]
-    answer, curl = _follow(case, names["cursor"], tamper(str(cursor)))
-    documented = (contract(case) or {})["codes"].get("400") or []
-    code = find(_json(answer), "code", (contract(case) or {})["envelope"])
+    answer, curl = _follow(case, known["page"]["cursor"], tamper(str(cursor)))
+    documented = known["codes"].get("400") or []
+    code = find(_json(answer), "code", known["envelope"])
     if answer.status_code != 400 or (documented and code not in documented):
         expected = f"400 with a code among {', '.join(documented)}" if documented else "400"
         raise CheckFailed(case, "Tampered cursor not rejected", expected,
@@ -253,17 +259,8 @@ def filter_failure(context: Any, failure: Failure, case: Case, response: Respons
     status = response.status_code
     if status == 400 and known["page"] and case.query.get(known["page"]["cursor"]) is not None:
         return False
-    ctx = _rule_context(case, known["caller"])
+    sent = {(location, name): value for location, values in (("path", case.path_parameters), ("query", case.query),
+                                                             ("header", case.headers), ("cookie", case.cookies))
+            for name, value in (values or {}).items()}
+    ctx = rule_context(sent, Caller(known["caller"]["id"], known["caller"]["tenant"], True, ""))
     return not any(rule["status"] == status and compile_condition(rule["when"])(ctx) for rule in known["rejects"])
-
-
-def _rule_context(case: Case, caller: dict[str, Any]) -> Context:
-    """The request of a case as the fixtures' rules read it."""
-    request = ValidRequest()
-    for location, values in (("path", case.path_parameters), ("query", case.query), ("header", case.headers),
-                             ("cookie", case.cookies)):
-        for name, value in (values or {}).items():
-            key = name.lower() if location == "header" else name
-            getattr(request, location)[key] = value
-            request.sent.add((location, key))
-    return Context(request, Caller(caller["id"], caller["tenant"], True, ""))

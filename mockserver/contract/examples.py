@@ -9,6 +9,7 @@ of different parameters into one request."""
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -16,9 +17,9 @@ from urllib.parse import unquote
 from ..core.auth import Caller
 from ..core.documents import unescape_token
 from ..core.fixtures import FixtureSet
-from ..core.request_validation import ValidRequest
-from ..core.rules import LOCATIONS, Context, Filter, field_getter
+from ..core.rules import LOCATIONS, Filter, field_getter
 from ..core.spec import SpecIndex
+from .knowledge import rule_context
 
 PER_OPERATION = 3  # request value combinations per operation: enough to vary, few enough to stay quick
 Binding = tuple[tuple[str, str], ...]  # ((location, name), value) pairs, hashable to keep them unique
@@ -59,9 +60,9 @@ class _Rule:
                  and isinstance(f["equals"].get(loc), str)]
         return cls(collection.items, [Filter(f) for f in where], binds)
 
-    def extend(self, binding: Binding, caller: Caller) -> list[Binding]:
-        """Every binding this rule allows on top of `binding`, one per item that passes, in item order."""
-        found: dict[Binding, None] = {}
+    def extend(self, binding: Binding, caller: Caller) -> Counter[Binding]:
+        """Every binding this rule allows on top of `binding`, with how many items pass under it."""
+        found: Counter[Binding] = Counter()
         fixed = dict(binding)
         for item in self.items:
             values = dict(fixed)
@@ -70,43 +71,30 @@ class _Rule:
                 if key not in values and isinstance(value, (str, int, float, bool)):
                     values[key] = value
             if _passes(item, self.filters, values, caller):
-                found[tuple(values.items())] = None
-        return list(found)
+                found[tuple(values.items())] += 1
+        return found
 
 
 def _passes(item: dict[str, Any], filters: list[Filter], values: dict[tuple[str, str], Any], caller: Caller) -> bool:
-    request = ValidRequest()
-    for (location, name), value in values.items():
-        key = name.lower() if location == "header" else name
-        getattr(request, location)[key] = value
-        request.sent.add((location, key))
-    ctx = Context(request, caller)
+    ctx = rule_context(values, caller)
     tests = [f.bind(ctx) for f in filters]
     return all(test is None or test(item) for test in tests)
 
 
 def derive(fixtures: FixtureSet, operation_id: str, caller: Caller) -> list[dict[tuple[str, str], Any]]:
-    """Up to PER_OPERATION combinations of request values for which every rule of the operation finds an item:
-    the list's (or item's) items first, so pages are not empty, then the `require` rules narrow them."""
+    """Up to PER_OPERATION combinations of request values for which every rule of the operation finds an item.
+    The list's (or item's) rule comes first and its combinations are ranked by how many items they select, so
+    the longest lists come first: their pages have a next page, and the cursor checks get to walk them."""
     located = fixtures.operations.get(operation_id)
     config = located.value if located else {}
     specs = [config[k] for k in ("list", "item") if isinstance(config.get(k), dict)] + list(config.get("require") or [])
     rules = [rule for rule in (_Rule.parse(fixtures, s) for s in specs) if rule is not None]
     if not any(rule.binds for rule in rules):
         return []
-    bindings: list[Binding] = [()]
-    for index, rule in enumerate(rules):
-        # the first rule spreads over its items; the others only need one item each to agree
-        bindings = [b for current in bindings for b in rule.extend(current, caller)[: None if index == 0 else 1]]
-    bindings = [b for b in bindings if b]
-    return [dict(b) for b in _spread(bindings, PER_OPERATION)]
-
-
-def _spread(values: list[Binding], count: int) -> list[Binding]:
-    """`count` values from across the list (first, middle, last …) rather than its head."""
-    if len(values) <= count:
-        return values
-    return [values[round(i * (len(values) - 1) / (count - 1))] for i in range(count)] if count > 1 else values[:1]
+    ranked = [binding for binding, _ in rules[0].extend((), caller).most_common()]
+    for rule in rules[1:]:  # the others only need one item each to agree
+        ranked = [extended for binding in ranked for extended in list(rule.extend(binding, caller))[:1]]
+    return [dict(binding) for binding in ranked if binding][:PER_OPERATION]
 
 
 def add_examples(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> dict[str, int]:

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 from ..core.auth import Caller
 from ..core.fixtures import FixtureSet
+from ..core.request_validation import ValidRequest
+from ..core.rules import Context
 from ..core.spec import Operation, SpecIndex
 
 KEY = "x-contract"
@@ -97,3 +99,13 @@ def _codes(op: Operation, envelope: dict[str, list[Any]] | None) -> dict[str, li
                  for example in media.examples.values()]
         codes[status] = list(dict.fromkeys(c for c in found if isinstance(c, str)))
     return codes
+
+
+def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:
+    """A request as the fixtures' rules read it: the values sent, by (location, name), and the caller."""
+    request = ValidRequest()
+    for (location, name), value in sent.items():
+        key = name.lower() if location == "header" else name
+        getattr(request, location)[key] = value
+        request.sent.add((location, key))
+    return Context(request, caller)

@@ -39,6 +39,9 @@ class Options:
     validate_responses: bool = True
     cursor_secret: str | None = None
     journal_size: int = 1000
+    max_body: int = 1024 * 1024  # bytes; a larger body is 413
+    max_url: int = 8192  # bytes of path and query; longer is 414
+    max_header: int = 8192  # bytes of one header value; longer is 431
 
 
 def parse_prefer(header: str | None) -> dict[str, str]:
@@ -181,6 +184,7 @@ class Pipeline:
         op: Operation | None = None
         effect: Effect | None = None
         try:
+            self._check_size(request)
             match = self.router.match(request.method, request.path)
             op = match.operation
             caller = self.auth.authenticate(op, request)
@@ -211,6 +215,20 @@ class Pipeline:
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
         return response
+
+    def _check_size(self, request: MockRequest) -> None:
+        """Limits that protect the mock, answered in the API's envelope like any other refusal."""
+        options = self.options
+        if len(request.path) + len(request.query_string) > options.max_url:
+            raise MockError(414, f"the URL is longer than {options.max_url} bytes", code="uri-too-long",
+                            details={"limit": options.max_url})
+        for name, value in request.headers.items():
+            if len(value) > options.max_header:
+                raise MockError(431, f"the {name} header is longer than {options.max_header} bytes",
+                                code="header-too-large", details={"header": name, "limit": options.max_header})
+        if len(request.body) > options.max_body:
+            raise MockError(413, f"the request body is larger than {options.max_body} bytes",
+                            code="payload-too-large", details={"limit": options.max_body})
 
     def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
                 effect: Effect | None) -> Answer:

@@ -53,7 +53,12 @@ class ValidRequest:
 
 def bad_input(violations: list[Violation]) -> MockError:
     first = violations[0]
-    where = f"{first.location} parameter {first.parameter!r}" if first.location != "body" else "request body"
+    if first.location == "body":
+        where = "request body"
+    elif first.parameter:
+        where = f"{first.location} parameter {first.parameter!r}"
+    else:
+        where = f"the {first.location}"
     more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
     return MockError(400, f"{where}: {first.message}{more}",
                      details={"violations": [v.as_dict() for v in violations]})

@@ -71,7 +71,12 @@ class Router:
             if op is None:
                 first = first or route  # a less concrete template may still have this method
                 continue
-            values = {name: unquote(m.group(f"p{i}")) for i, name in enumerate(route.names)}
+            try:
+                values = {name: unquote(m.group(f"p{i}"), errors="strict") for i, name in enumerate(route.names)}
+            except UnicodeDecodeError:
+                raise MockError(400, f"the path {raw_path} is not valid UTF-8 once percent-decoded",
+                                details={"violations": [{"parameter": "", "in": "path", "pointer": "",
+                                                         "rule": "encoding", "message": "not valid UTF-8"}]}) from None
             return Match(op, values)
         if first is not None:
             allow = ", ".join(sorted(first.operations))

@@ -159,6 +159,22 @@ class Scenarios:
         with self._lock:
             self._active = compiled
 
+    def adopt(self, previous: "Scenarios", check_body: Any = None) -> list[str]:
+        """Take over the scenarios set at run time from the state this one replaces (a reload); those that no
+        longer fit the description are dropped, and said why."""
+        dropped = []
+        with previous._lock:
+            runtime = [s for s in previous._active if s.origin == "runtime"]
+        for old in reversed(runtime):
+            try:
+                scenario = self.compile(old.spec, "runtime", check_body)
+            except ScenarioError as exc:
+                dropped.append(f"{old.id}: {exc}")
+                continue
+            scenario.id, scenario.remaining, scenario.hits, scenario.rng = old.id, old.remaining, old.hits, old.rng
+            self.add(scenario)
+        return dropped
+
     def reset(self) -> None:
         self.set_baseline(self._baseline, getattr(self, "_check_body", None))
 

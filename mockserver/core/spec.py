@@ -127,6 +127,8 @@ class SpecIndex:
             self.docs.set_transform(openapi30_to_jsonschema)
         self.problems: list[Problem] = []
         self._load_all_refs()
+        if self.problems:  # indexing follows refs: it cannot go on with broken ones
+            raise LoadError(self.problems)
         self.schemas = SchemaCompiler(self.docs)
         self.title = str((root.get("info") or {}).get("title", path.name))
         self.base_path = _base_path(root.get("servers"))

@@ -6,6 +6,7 @@ the journal, latency and broken connections; everything else lives in `mockserve
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
 from http import HTTPStatus
@@ -21,9 +22,10 @@ from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Options, Pipeline
 from .control import PREFIX, control_blueprint
 from .cors import cors_headers, is_preflight, preflight_headers
+from .reload import Reloader
 
 access_log = logging.getLogger("mockserver.access")
-PIPELINE_KEY = "mockserver.pipeline"
+MOCK_KEY = "mockserver"  # app.extensions[MOCK_KEY] is the MockWSGI: `.pipeline` is the state served now
 StartResponse = Callable[..., Any]
 _STATUS_LINES = {s.value: f"{s.value} {s.phrase}" for s in HTTPStatus}
 
@@ -53,11 +55,25 @@ def raw_path(environ: dict[str, Any]) -> str:
 class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
-    def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None) -> None:
-        self.pipeline = pipeline
+    def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
+                 reloader: Callable[["MockWSGI"], Reloader] | None = None) -> None:
+        self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
         self.flask_wsgi = flask_wsgi
+        self._make_reloader = reloader
+        self._reloader_pid = 0
+        self.reloader: Reloader | None = None
+
+    def swap(self, pipeline: Pipeline) -> None:
+        self.pipeline = pipeline
+
+    def _ensure_reloader(self) -> None:
+        """Threads do not survive gunicorn's fork: each process starts its own watcher on its first request."""
+        if self._make_reloader is not None and self._reloader_pid != os.getpid():
+            self._reloader_pid = os.getpid()
+            self.reloader = self._make_reloader(self).start()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        self._ensure_reloader()
         path = environ.get("PATH_INFO", "")
         if self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/")):
             return self.flask_wsgi(environ, start_response)
@@ -72,9 +88,11 @@ class MockWSGI:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        body = environ["wsgi.input"].read(length) if length > 0 else b""
+        pipeline = self.pipeline
+        limit = pipeline.options.max_body + 1  # one byte more than allowed tells the pipeline it is too large
+        body = environ["wsgi.input"].read(min(length, limit)) if length > 0 else b""
         mock_request = MockRequest(method, raw_path(environ), environ.get("QUERY_STRING", ""), headers, body)
-        result = self.pipeline.handle(mock_request)
+        result = pipeline.handle(mock_request)
         if result.delay_ms:
             time.sleep(result.delay_ms / 1000)
         out_headers = dict(result.headers)
@@ -82,7 +100,7 @@ class MockWSGI:
             out_headers["Content-Type"] = result.media_type
         out_headers["Content-Length"] = str(len(result.body))
         out_headers.update(cors_headers(headers))
-        self.pipeline.journal.record(
+        pipeline.journal.record(
             method=method, path=mock_request.path, query=mock_request.query_string, request_headers=headers,
             request_body=body, status=result.status, response_headers=out_headers, response_body=result.body,
             source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
@@ -112,27 +130,38 @@ def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
 
 
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
-               control_token: str | None = None, **options: object) -> Flask:
+               control_token: str | None = None, watch: bool = False, **options: object) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong.
-    `control=False` leaves out the control API under /__mock/; `control_token` protects it."""
-    pipeline = Pipeline.load(Path(spec), Path(fixtures) if fixtures else None, Options(**options))  # type: ignore[arg-type]
+    `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
+    reloads the description and fixtures when a file changes."""
+    spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
+
+    def build() -> Pipeline:
+        return Pipeline.load(spec_path, fixtures_path, Options(**options))  # type: ignore[arg-type]
+
     app = Flask("mockserver")
-    app.extensions[PIPELINE_KEY] = pipeline
+    wsgi = MockWSGI(build(), None)
+    if watch:
+        wsgi._make_reloader = lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)
+    app.extensions[MOCK_KEY] = wsgi
     if control:
-        app.register_blueprint(control_blueprint(pipeline, control_token, lambda e: _envelope(pipeline, e)))
+        app.register_blueprint(control_blueprint(lambda: wsgi.pipeline, control_token,
+                                                 lambda e: _envelope(wsgi.pipeline, e)))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
         """Werkzeug's own refusals (a body too large, a broken request) in the API's envelope, never HTML."""
-        return _envelope(pipeline, MockError(exc.code or 500, exc.description or exc.name))
+        return _envelope(wsgi.pipeline, MockError(exc.code or 500, exc.description or exc.name))
 
     @app.errorhandler(Exception)
     def crash(exc: Exception) -> Response:
         """A bug in the mock: logged with its traceback here, answered without one."""
         access_log.exception("internal error on %s %s", request.method, request.path)
-        return _envelope(pipeline, MockError(500, "the mock failed to answer; see its log", code="mock-internal-error"))
+        return _envelope(wsgi.pipeline, MockError(500, "the mock failed to answer; see its log",
+                                                  code="mock-internal-error"))
 
-    app.wsgi_app = MockWSGI(pipeline, app.wsgi_app if control else None)  # type: ignore[method-assign]
+    wsgi.flask_wsgi = app.wsgi_app if control else None
+    app.wsgi_app = wsgi  # type: ignore[method-assign]
     return app
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from flask import Blueprint, Response, request
@@ -20,8 +20,9 @@ DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
 
 
-def control_blueprint(pipeline: Pipeline, token: str | None, render: Any) -> Blueprint:
-    """`render(MockError) -> Response` answers errors in the API's envelope, like everything else."""
+def control_blueprint(current: Callable[[], Pipeline], token: str | None, render: Any) -> Blueprint:
+    """`current()` is the state being served (a reload swaps it); `render(MockError) -> Response` answers errors
+    in the API's envelope, like everything else."""
     bp = Blueprint("control", __name__, url_prefix=PREFIX)
     description = json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
 
@@ -45,7 +46,7 @@ def control_blueprint(pipeline: Pipeline, token: str | None, render: Any) -> Blu
 
     @bp.get("/health")
     def health() -> Response:
-        return ok({"status": "ok", "title": pipeline.spec.title, "operations": len(pipeline.spec.operations)})
+        return ok({"status": "ok", "title": current().spec.title, "operations": len(current().spec.operations)})
 
     @bp.get("/openapi.json")
     def openapi() -> Response:
@@ -53,12 +54,13 @@ def control_blueprint(pipeline: Pipeline, token: str | None, render: Any) -> Blu
 
     @bp.get("/scenarios")
     def list_scenarios() -> Response:
-        return ok({"scenarios": pipeline.scenarios.list()})
+        return ok({"scenarios": current().scenarios.list()})
 
     @bp.post("/scenarios")
     def add_scenarios() -> Response:
         given = _json_body()
         specs = given if isinstance(given, list) else [given]
+        pipeline = current()
         compiled = []
         for index, spec in enumerate(specs):
             prefix = f"/{index}" if isinstance(given, list) else ""
@@ -76,11 +78,11 @@ def control_blueprint(pipeline: Pipeline, token: str | None, render: Any) -> Blu
 
     @bp.delete("/scenarios")
     def clear_scenarios() -> Response:
-        return ok({"removed": pipeline.scenarios.remove()})
+        return ok({"removed": current().scenarios.remove()})
 
     @bp.delete("/scenarios/<scenario_id>")
     def remove_scenario(scenario_id: str) -> Response:
-        if not pipeline.scenarios.remove(scenario_id):
+        if not current().scenarios.remove(scenario_id):
             raise MockError(404, f"no scenario {scenario_id!r}", code="not-found")
         return ok({"removed": 1})
 
@@ -95,18 +97,19 @@ def control_blueprint(pipeline: Pipeline, token: str | None, render: Any) -> Blu
                 filters[name] = kind(raw)
             except ValueError:
                 raise _bad(f"query parameter {name!r} must be an integer", f"/{name}", "type", "query") from None
-        entries = pipeline.journal.entries(operation_id=filters.get("operationId"), status=filters.get("status"),
+        entries = current().journal.entries(operation_id=filters.get("operationId"), status=filters.get("status"),
                                            method=filters.get("method"), path_prefix=filters.get("path"),
                                            since=filters.get("since"), limit=filters.get("limit"))
         return ok({"requests": [e.as_dict() for e in entries]})
 
     @bp.delete("/requests")
     def clear_journal() -> Response:
-        pipeline.journal.clear()
+        current().journal.clear()
         return ok({"cleared": True})
 
     @bp.post("/reset")
     def reset() -> Response:
+        pipeline = current()
         pipeline.scenarios.reset()
         pipeline.journal.clear()
         return ok({"scenarios": pipeline.scenarios.list()})

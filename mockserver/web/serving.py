@@ -41,6 +41,10 @@ def serve(app: Flask, *, host: str, port: int, workers: int, threads: int,
         "graceful_timeout": 10,
         "timeout": 120,  # a scenario's latency may be long
         "keepalive": 5,
+        # the mock answers over-long request lines and headers itself (414/431 in the API's envelope); gunicorn
+        # only refuses what is absurd (a header over 1 MiB: 0 would mean its default of 8 KiB here)
+        "limit_request_line": 0,
+        "limit_request_field_size": 1024 * 1024,
     }
     if on_exit is not None:
         options["on_exit"] = lambda server: on_exit()

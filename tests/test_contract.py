@@ -1,0 +1,231 @@
+"""`mockserver contract` as a person runs it: against the mock it passes; against servers broken on purpose, one
+rule at a time, it fails and names the check that caught the break. The broken servers are the Notes mock
+(tests/data/contract) behind a small WSGI wrapper that breaks exactly one thing, served on a free port."""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+from urllib.parse import parse_qsl, urlencode
+
+import pytest
+from werkzeug.serving import make_server
+
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC
+from mockserver import create_app
+from mockserver.cli import main
+from mockserver.contract.examples import caller_for, derive
+from mockserver.core.pipeline import Pipeline
+from mockserver.testing import MockServer
+
+NOTES = Path(__file__).resolve().parent / "data" / "contract"
+NOTES_ARGS = ["--spec", str(NOTES / "notes.yaml"), "--fixtures", str(NOTES / "fixtures"), "--token", "reader"]
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Any]
+Rewrite = Callable[[str, list[tuple[str, str]], bytes], tuple[str, list[tuple[str, str]], bytes]]
+
+
+@contextmanager
+def serving(app: Wsgi) -> Iterator[str]:
+    """The app on a free port, in a thread; yields its base URL (with the description's base path)."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/api"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def notes_mock() -> Wsgi:
+    return create_app(NOTES / "notes.yaml", NOTES / "fixtures", strict_auth=True)
+
+
+def on_request(change: Callable[[dict[str, Any]], None]) -> Wsgi:
+    """The Notes mock, seeing each request after `change` edited its WSGI environ."""
+    inner = notes_mock()
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        change(environ)
+        return inner(environ, start_response)
+
+    return app
+
+
+def call(app: Wsgi, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    caught: dict[str, Any] = {}
+    body = b"".join(app(environ, lambda status, headers, exc_info=None: caught.update(s=status, h=list(headers))))
+    return caught["s"], caught["h"], body
+
+
+def respond(start_response: Callable[..., Any], status: str, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
+    start_response(status, [(k, v) for k, v in headers if k.lower() != "content-length"]
+                   + [("Content-Length", str(len(body)))])
+    return [body]
+
+
+def on_response(change: Rewrite) -> Wsgi:
+    """The Notes mock, each answer passed through `change(status, headers, body)` before it leaves."""
+    inner = notes_mock()
+    return lambda environ, start_response: respond(start_response, *change(*call(inner, environ)))
+
+
+def forgiving_cursors() -> Wsgi:
+    """The Notes mock, but a cursor it refuses gets the first page instead of a 400."""
+    inner = notes_mock()
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        status, headers, body = call(inner, environ)
+        if status.startswith("400") and "cursor=" in environ.get("QUERY_STRING", ""):
+            query_without("cursor")(environ)
+            status, headers, body = call(inner, environ)
+        return respond(start_response, status, headers, body)
+
+    return app
+
+
+def query_without(name: str, unless: Callable[[str], bool] = lambda value: False) -> Callable[[dict[str, Any]], None]:
+    """A request change: the query parameter `name` is dropped (kept when `unless(value)`)."""
+    def change(environ: dict[str, Any]) -> None:
+        pairs = parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        environ["QUERY_STRING"] = urlencode([(k, v) for k, v in pairs if k != name or unless(v)])
+    return change
+
+
+def json_body(change: Callable[[Any], None], statuses: tuple[str, ...] = ("200",)) -> Rewrite:
+    """A response change: the JSON body of answers with these statuses, edited in place by `change`."""
+    def rewrite(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+        if status[:3] not in statuses:
+            return status, headers, body
+        data = json.loads(body)
+        change(data)
+        return status, headers, json.dumps(data).encode()
+    return rewrite
+
+
+def without_header(name: str) -> Rewrite:
+    return lambda status, headers, body: (status, [h for h in headers if h[0].lower() != name.lower()], body)
+
+
+def status_instead(old: str, new: str) -> Rewrite:
+    return lambda status, headers, body: (new if status.startswith(old) else status, headers, body)
+
+
+def valid_limit(value: str) -> bool:
+    return value.isdigit() and 1 <= int(value) <= 10
+
+
+def set_bearer(environ: dict[str, Any]) -> None:
+    environ["HTTP_AUTHORIZATION"] = "Bearer reader"
+
+
+def contract(url: str, *extra: str) -> int:
+    return main(["contract", "--url", url, *NOTES_ARGS, "--max-examples", "5", "--seed", "1", *extra])
+
+
+def failed_checks(output: str) -> set[str]:
+    """The checks the report's failure list names: lines like `1. GET /notebooks/{notebookId}/notes · check: …`."""
+    return set(re.findall(r"^\d+\. \S+ \S+ · (\w+):", output, re.M))
+
+
+BROKEN = {
+    "a field of the wrong type": (on_response(json_body(lambda page: page["notes"][0].update(id=42) if page["notes"]
+                                                        else None)), "response_schema_conformance"),
+    "a status the description does not declare": (on_response(status_instead("404", "410 GONE")),
+                                                  "status_code_conformance"),
+    "no X-Request-Id": (on_response(without_header("X-Request-Id")), "request_id_header"),
+    "a 200 for an invalid limit": (on_request(query_without("limit", unless=valid_limit)), "negative_data_rejection"),
+    "auth ignored": (on_request(set_bearer), "ignored_auth"),
+    "a cursor that repeats items": (on_request(query_without("cursor")), "cursor_walk"),
+    "a requestId other than X-Request-Id": (
+        on_response(json_body(lambda e: e["error"].update(requestId="req_other"), ("400", "401", "404"))),
+        "request_id_header"),
+    "an error code the operation does not document": (
+        on_response(json_body(lambda e: e["error"].update(code="gone-fishing"), ("404",))), "error_code_documented"),
+    "a page out of the documented order": (on_response(json_body(lambda page: page["notes"].reverse())),
+                                           "cursor_walk"),
+    "a nextCursor on the last page": (on_response(json_body(lambda page: page.setdefault("next", "more?"))),
+                                      "next_cursor_when_has_more"),
+    "a tampered cursor accepted": (forgiving_cursors(), "tampered_cursor_rejected"),
+    "a 503 without Retry-After": (on_response(status_instead("404", "503 SERVICE UNAVAILABLE")),
+                                  "retry_after_seconds"),
+}
+
+
+@pytest.mark.parametrize("broken", BROKEN, ids=list(BROKEN))
+def test_a_broken_server_fails_naming_the_check_that_caught_it(broken: str, capsys: pytest.CaptureFixture[str]):
+    app, check = BROKEN[broken]
+    with serving(app) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    assert check in failed_checks(output), output
+    assert "reproduce: curl -X GET" in output and url.split("/api")[0] in output
+
+
+def test_the_unbroken_server_passes_every_check(capsys: pytest.CaptureFixture[str]):
+    with serving(notes_mock()) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "PASSED: 1 operations" in output and "FAIL" not in output
+
+
+def test_junit_report_names_each_failed_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    report = tmp_path / "reports" / "contract.xml"
+    with serving(on_response(without_header("X-Request-Id"))) as url:
+        assert contract(url, "--junit", str(report)) == 1
+    capsys.readouterr()
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None and int(suite.get("failures", "0")) >= 1
+    failed = {case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None}
+    assert "request_id_header" in failed
+    failure = next(c.find("failure") for c in suite.iter("testcase") if c.get("name") == "request_id_header")
+    assert failure is not None and "curl" in (failure.text or "")
+
+
+def test_the_same_seed_sends_the_same_requests(capsys: pytest.CaptureFixture[str]):
+    outputs = []
+    with serving(notes_mock()) as url:
+        for _ in range(2):
+            contract(url, "--seed", "42")
+            outputs.append(re.sub(r" in [\d.]+ s", "", capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+    assert "repeat with --seed 42" in outputs[0]
+
+
+def test_the_kindgi_mock_keeps_the_contract_and_fixture_ids_reach_200s(capsys: pytest.CaptureFixture[str]):
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True) as server:
+        code = main(["contract", "--url", server.url, "--token", "demo-token", "--max-examples", "10", "--seed", "5"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    lines = [line for line in output.splitlines() if line.startswith("GET ")]
+    assert len(lines) == 4 and all("200×" in line for line in lines), lines
+    assert "ids from the fixtures: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output
+
+
+@pytest.mark.parametrize("token", ["demo-token", "other-tenant-token"])
+def test_every_id_combination_from_the_fixtures_exists_for_its_caller(kindgi_app, token: str):
+    pipeline = Pipeline.load(KINDGI_SPEC, KINDGI_FIXTURES)
+    client = kindgi_app.test_client()
+    for op in pipeline.spec.operations.values():
+        for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.fixtures.settings, token)):
+            path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
+            query = {name: value for (where, name), value in combo.items() if where == "query"}
+            response = client.get(path, query_string=query, headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 200, (op.id, combo, response.json)
+            assert response.json["data"], (op.id, combo)
+
+
+def test_usage_problems_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["contract", "--operation", "noSuchOperation"]) == 2
+    assert "no operation noSuchOperation" in capsys.readouterr().err
+    broken = tmp_path / "fixtures"
+    broken.mkdir()
+    (broken / "x.yaml").write_text("operations:\n  listTestSets: {nope: 1}\n")
+    assert main(["contract", "--spec", str(KINDGI_SPEC), "--fixtures", str(broken)]) == 2
+    assert "problem(s) found" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""`--watch`: a changed file is reloaded whole or not at all; requests in flight never fail."""
+import logging
+import shutil
+import threading
+import time
+
+import pytest
+
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
+from mockserver import create_app
+from mockserver.web.app import MOCK_KEY
+
+
+@pytest.fixture()
+def copy(tmp_path):
+    shutil.copy(KINDGI_SPEC, tmp_path / "kindgi.yaml")
+    shutil.copytree(KINDGI_FIXTURES, tmp_path / "fixtures")
+    return tmp_path
+
+
+def reloader(app):
+    """The app's watcher, its background polling stopped: the test says when to look (no race with it)."""
+    app.test_client().get("/__mock/health")  # the watcher starts with the first request
+    watcher = app.extensions[MOCK_KEY].reloader
+    watcher.stop()
+    return watcher
+
+
+def test_the_watcher_polls_by_itself(copy):
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    client = app.test_client()
+    client.get("/__mock/health")
+    touch_edit(copy / "fixtures/kindgi.yaml", "no agent {{path.agentId}}", "agent {{path.agentId}} is unknown")
+    deadline = time.monotonic() + 10
+    url = "/v1/agents/acme.nobody/test-set/cases?projectId=2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
+    while body(client.get(url, headers=DEMO))["error"]["message"] != "agent acme.nobody is unknown":
+        assert time.monotonic() < deadline, "the change was never picked up"
+        time.sleep(0.1)
+
+
+def touch_edit(path, old, new):
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_fixture_edit_is_served_after_reload(copy):
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    client = app.test_client()
+    watcher = reloader(app)
+    assert not watcher.check()
+    first = body(client.get("/v1/test-sets?limit=1", headers=DEMO))["data"][0]
+    touch_edit(copy / "fixtures/collections/test-sets.yaml", first["description"], "Edited while serving.")
+    assert watcher.check()
+    assert body(client.get("/v1/test-sets?limit=1", headers=DEMO))["data"][0]["description"] == "Edited while serving."
+
+
+def test_an_invalid_edit_keeps_the_last_good_state_and_says_why(copy, caplog):
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    client = app.test_client()
+    watcher = reloader(app)
+    client.post("/__mock/scenarios", json={"id": "kept", "operationId": "listTestSets", "latency": 1})
+    before = body(client.get("/v1/test-sets?limit=3", headers=DEMO))["data"]
+    touch_edit(copy / "fixtures/collections/test-sets.yaml", "version: 1.2.0", "version: one-point-two")
+    with caplog.at_level(logging.ERROR, logger="mockserver.reload"):
+        assert not watcher.check()
+    assert "reload refused" in caplog.text and "test-sets.yaml" in caplog.text and "pattern" in caplog.text
+    assert body(client.get("/v1/test-sets?limit=3", headers=DEMO))["data"] == before
+    touch_edit(copy / "fixtures/collections/test-sets.yaml", "version: one-point-two", "version: 1.2.0")
+    assert watcher.check()  # fixed: reloaded, and the scenario set at run time survived
+    assert "kept" in [s["id"] for s in body(client.get("/__mock/scenarios"))["scenarios"]]
+
+
+def test_a_description_edit_is_reloaded(copy):
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    watcher = reloader(app)
+    touch_edit(copy / "kindgi.yaml", "summary: List workspace test sets", "summary: Renamed")
+    assert watcher.check()
+    assert app.extensions[MOCK_KEY].pipeline.spec.operations["listTestSets"].summary == "Renamed"
+
+
+def test_requests_in_flight_during_reloads_all_succeed(copy):
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    watcher = reloader(app)
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def hammer() -> None:
+        client = app.test_client()
+        while not stop.is_set():
+            statuses.append(client.get("/v1/test-sets?limit=5", headers=DEMO).status_code)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    path = copy / "fixtures/collections/test-sets.yaml"
+    original = path.read_text()
+    reloads = 0
+    for n in range(4):
+        path.write_text(original.replace("Core accuracy suite", f"Core accuracy suite, edit {n}"))
+        time.sleep(0.05)
+        reloads += watcher.check()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert reloads == 4
+    assert statuses and set(statuses) == {200}

@@ -1,0 +1,84 @@
+"""Bad descriptions stop start-up with one clear problem each (file, line, pointer); legal recursion is served."""
+import pytest
+
+from conftest import body
+from mockserver import create_app
+from mockserver.core.errors import LoadError
+
+HEAD = "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n"
+
+
+def problems_of(write, text: str, name: str = "spec.yaml"):
+    with pytest.raises(LoadError) as caught:
+        create_app(write(name, text))
+    return caught.value.problems
+
+
+def test_an_unresolved_ref(write):
+    [problem] = problems_of(write, HEAD + """\
+paths:
+  /a:
+    get:
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Missing'}
+""")
+    assert problem.rule == "$ref" and problem.line == 11
+    assert problem.pointer == "/paths/~1a/get/responses/200/content/application~1json/schema/$ref"
+
+
+def test_a_ref_to_a_missing_file(write):
+    [problem] = problems_of(write, HEAD + "paths:\n  /a: {$ref: 'other.yaml#/A'}\n")
+    assert "no file" in problem.message and problem.line == 4
+
+
+def test_a_circular_ref_chain(write):
+    found = problems_of(write, HEAD + "paths: {}\ncomponents:\n  schemas:\n    A: {$ref: '#/components/schemas/B'}\n"
+                                      "    B: {$ref: '#/components/schemas/A'}\n")
+    assert found and all("loop" in p.message for p in found)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("swagger: '2.0'\ninfo: {title: t, version: '1'}\npaths: {}\n", "Swagger 2.0 is not supported"),
+    ("openapi: 4.0.0\ninfo: {title: t, version: '1'}\npaths: {}\n", "unsupported OpenAPI version '4.0.0'"),
+    ("info: {title: t}\n", "unsupported OpenAPI version '(missing)'"),
+    ("- just\n- a list\n", "must be a mapping"),
+    (HEAD + "paths:\n  /a:\n    get: {summary: nothing}\n", "declares no responses"),
+    (HEAD + "paths: {/a: {get: {operationId: x, responses: {'200': {description: ok}}}},"
+            " /b: {get: {operationId: x, responses: {'200': {description: ok}}}}}\n", "used twice"),
+    (HEAD + "paths:\n  /a:\n    get:\n      responses: {'200': {description: ok}}\n    get: {}\n", "duplicate key"),
+    (HEAD + "paths: {/a: [oops\n", "not valid YAML"),
+])
+def test_bad_descriptions(write, text, says):
+    found = problems_of(write, text)
+    assert any(says in p.message for p in found), found
+    assert all(p.file.endswith("spec.yaml") for p in found)
+
+
+def test_a_legal_recursive_schema_is_served(write):
+    app = create_app(write("spec.yaml", HEAD + """\
+paths:
+  /tree:
+    get:
+      responses:
+        '200':
+          description: a tree
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Node'}
+components:
+  schemas:
+    Node:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string}
+        children: {type: array, items: {$ref: '#/components/schemas/Node'}}
+"""))
+    client = app.test_client()
+    for seed in range(5):
+        response = client.get(f"/tree?seed={seed}")
+        assert response.status_code == 200 and "name" in body(response)

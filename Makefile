@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 4010
 
-.PHONY: install run test validate clean
+.PHONY: install run test validate soak bench clean
 
 install: $(STAMP)
 
@@ -24,6 +24,13 @@ test: install
 
 validate: install
 	$(BIN)/mockserver validate
+
+soak: install
+	$(BIN)/python bench/soak.py
+
+# side-by-side benchmark (issue 6): loopback only, about 5 minutes; writes bench/results/
+bench: install
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

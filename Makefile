@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 4010
 
-.PHONY: install run test validate soak bench clean
+.PHONY: install run test validate contract soak bench clean
 
 install: $(STAMP)
 
@@ -24,6 +24,10 @@ test: install
 
 validate: install
 	$(BIN)/mockserver validate
+
+# the contract (issue 5): `make contract` checks the mock in-process; URL=… TOKEN=… a running server
+contract: install
+	$(BIN)/mockserver contract $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN)) $(CONTRACT_ARGS)
 
 soak: install
 	$(BIN)/python bench/soak.py

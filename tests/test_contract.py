@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 import pytest
 from werkzeug.serving import make_server
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract.examples import caller_for, derive
@@ -219,6 +220,29 @@ def test_every_id_combination_from_the_fixtures_exists_for_its_caller(kindgi_app
             response = client.get(path, query_string=query, headers={"Authorization": f"Bearer {token}"})
             assert response.status_code == 200, (op.id, combo, response.json)
             assert response.json["data"], (op.id, combo)
+
+
+def test_any_description_is_checked_and_its_gaps_named(capsys: pytest.CaptureFixture[str]):
+    """The Library: an API key instead of a bearer token, RFC 7807 errors, no request id header, a write
+    operation. Served in-process it answers 401 without credentials, which its description never declares."""
+    code = main(["contract", "--spec", str(LIBRARY / "openapi.yaml"), "--fixtures", str(LIBRARY / "fixtures"),
+                 "--max-examples", "5", "--seed", "2"])
+    output = capsys.readouterr().out
+    assert code == 1
+    assert failed_checks(output) == {"status_code_conformance"}, output
+    assert "Received: 401" in output and "POST /books" in output
+    assert "curl -X GET http://127.0.0.1:4010/api/v2/books/" in output  # replayable on `mockserver serve`
+    assert "ids from the fixtures: getBook (3)" in output
+
+
+def test_an_unreachable_server_fails_with_the_reason(capsys: pytest.CaptureFixture[str]):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # free, and nobody listens on it once closed
+    assert main(["contract", "--url", f"http://127.0.0.1:{port}", "--token", "demo-token", "--max-examples", "2",
+                 "--operation", "listTestSets"]) == 1
+    output = capsys.readouterr().out
+    assert "errors (the run could not test everything):" in output and "Connection refused" in output
 
 
 def test_usage_problems_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -69,7 +69,7 @@ def request_id_header(ctx: CheckContext, response: Response, case: Case) -> bool
     name = known["requestIdHeader"]
     value = _header(response, name)
     if value is None:
-        raise CheckFailed(case, f"{name} missing", f"a {name} header on every response",
+        raise CheckFailed(case, f"{name} missing", f"the {name} header on every response",
                           f"{response.status_code} without {name}")
     if response.status_code >= 400:
         request_id = find(_json(response), "requestId", known["envelope"])
@@ -147,6 +147,17 @@ def _may_probe(case: Case, kind: str) -> bool:
     return spent[key] <= PROBES_PER_OPERATION
 
 
+def _first_page_with_more(case: Case, response: Response, kind: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A list's first page that has a next one, while the run may still spend requests on a `kind` probe."""
+    found = _page(case, response)
+    if found is None:
+        return None
+    names = found[0]["page"]
+    if case.query.get(names["cursor"]) is not None or not found[1].get(names["nextCursor"]):
+        return None
+    return found if _may_probe(case, kind) else None
+
+
 def _follow(case: Case, cursor_param: str, cursor: str) -> tuple[Response, str]:
     """The same request with a cursor, sent with the run's headers; the answer and a curl that repeats it."""
     query = {**case.query, cursor_param: cursor}
@@ -158,13 +169,11 @@ def _follow(case: Case, cursor_param: str, cursor: str) -> tuple[Response, str]:
 @schemathesis.check
 def cursor_walk(ctx: CheckContext, response: Response, case: Case) -> bool | None:
     """Following `nextCursor` from a first page walks the list with no item twice, in the documented order."""
-    found = _page(case, response)
+    found = _first_page_with_more(case, response, "walk")
     if found is None:
         return True
     known, body = found
     names = known["page"]
-    if case.query.get(names["cursor"]) is not None or not body[names["hasMore"]] or not _may_probe(case, "walk"):
-        return True
     items: list[Any] = list(body.get(names["items"]) or [])
     seen: dict[str, int] = {}
     in_order = _comparator(known["order"])
@@ -231,14 +240,11 @@ def tamper(cursor: str) -> str:
 @schemathesis.check
 def tampered_cursor_rejected(ctx: CheckContext, response: Response, case: Case) -> bool | None:
     """A cursor changed by the client answers 400 with a code the operation documents for 400."""
-    found = _page(case, response)
+    found = _first_page_with_more(case, response, "tamper")
     if found is None:
         return True
     known, body = found
-    cursor = body.get(known["page"]["nextCursor"])
-    if not cursor or not _may_probe(case, "tamper"):
-        return True
-    answer, curl = _follow(case, known["page"]["cursor"], tamper(str(cursor)))
+    answer, curl = _follow(case, known["page"]["cursor"], tamper(str(body[known["page"]["nextCursor"]])))
     documented = known["codes"].get("400") or []
     code = find(_json(answer), "code", known["envelope"])
     if answer.status_code != 400 or (documented and code not in documented):

@@ -12,14 +12,12 @@ import copy
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from ..core.auth import Caller
-from ..core.documents import unescape_token
 from ..core.fixtures import FixtureSet
 from ..core.rules import LOCATIONS, Filter, field_getter
 from ..core.spec import SpecIndex
-from .knowledge import rule_context
+from .knowledge import resolve_local, rule_context
 
 PER_OPERATION = 3  # request value combinations per operation: enough to vary, few enough to stay quick
 Binding = tuple[tuple[str, str], ...]  # ((location, name), value) pairs, hashable to keep them unique
@@ -124,8 +122,9 @@ def _own_parameter(raw: dict[str, Any], path: str, node: dict[str, Any], locatio
     inherited = raw["paths"][path].get("parameters") or []
     for entries, owned in ((own, True), (inherited, False)):
         for index, entry in enumerate(entries):
-            resolved = _local(raw, entry)
-            if not (isinstance(resolved, dict) and resolved.get("name") == name and resolved.get("in") == location):
+            resolved = resolve_local(raw, entry)
+            if not (isinstance(resolved, dict) and resolved.get("in") == location
+                    and _fold(str(resolved.get("name")), location) == _fold(name, location)):
                 continue
             if owned and resolved is entry:
                 return entry
@@ -138,17 +137,8 @@ def _own_parameter(raw: dict[str, Any], path: str, node: dict[str, Any], locatio
     return None
 
 
-def _local(raw: dict[str, Any], node: Any) -> Any:
-    """`node`, or what its `#/…` reference points to in the same document (None when it points elsewhere)."""
-    seen = 0
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-        ref, seen = node["$ref"], seen + 1
-        if not ref.startswith("#/") or seen > 32:
-            return None
-        node = raw
-        for token in ref[2:].split("/"):
-            node = node.get(unescape_token(unquote(token))) if isinstance(node, dict) else None
-    return node
+def _fold(name: str, location: str) -> str:
+    return name.lower() if location == "header" else name  # header names are case-insensitive
 
 
 def _add_example(parameter: dict[str, Any], name: str, value: Any) -> None:

@@ -15,8 +15,10 @@ engine and the pytest integration alike) without global state.
 from __future__ import annotations
 
 from typing import Any, Iterator
+from urllib.parse import unquote
 
 from ..core.auth import Caller
+from ..core.documents import unescape_token
 from ..core.fixtures import FixtureSet
 from ..core.request_validation import ValidRequest
 from ..core.rules import Context
@@ -109,3 +111,17 @@ def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:
         getattr(request, location)[key] = value
         request.sent.add((location, key))
     return Context(request, caller)
+
+
+def resolve_local(raw: dict[str, Any], node: Any) -> Any:
+    """`node`, or what its `#/…` reference points to in the same document (None when it points elsewhere)."""
+    for _ in range(32):  # a chain of references, not a loop
+        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
+            return node
+        if not node["$ref"].startswith("#/"):
+            return None
+        target: Any = raw
+        for token in node["$ref"][2:].split("/"):
+            target = target.get(unescape_token(unquote(token))) if isinstance(target, dict) else None
+        node = target
+    return None

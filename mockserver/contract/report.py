@@ -29,7 +29,10 @@ def text(result: RunResult) -> str:
                   *_field("expected", finding.expected), *_field("got", finding.got),
                   *_field("reproduce", finding.curl)]
     if result.errors:
-        lines += ["", "errors (the run could not test everything):", *(f"  {error}" for error in result.errors)]
+        lines += ["", "errors (the run could not test everything):"]
+        for error in result.errors:
+            first, *rest = [line for line in error.splitlines() if line.strip()] or [""]
+            lines += [f"  - {first}", *(f"    {line}" for line in rest)]
     verdict = "PASSED" if result.passed else "FAILED"
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
                   f"{len(findings)} failure(s), {len(result.errors)} error(s) in {result.elapsed:.1f} s · "

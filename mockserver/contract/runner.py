@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlsplit
 
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.engine.recorder import CheckNode, ScenarioRecorder
@@ -19,8 +20,8 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 from ..testing import MockServer
 from .schema import load_contract
 
-DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 15 s in-process on 2 cores, well inside the 2-minute budget
-MOCK_URL = "http://127.0.0.1:4010"  # where `mockserver serve` listens: curl commands of an in-process run go there
+DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 20 s in-process on 2 cores, well inside the 2-minute budget
+MOCK_ORIGIN = "http://127.0.0.1:4010"  # where `mockserver serve` listens: curl commands of an in-process run go there
 PHASES = ["examples", "coverage", "fuzzing", "stateful"]
 _GOT_BYTES = 300
 
@@ -89,8 +90,9 @@ def run(options: Options) -> RunResult:
     with _target(options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)
         result = RunResult(shown, seed, options.max_examples, contract.examples)
+        in_process = f"http://{urlsplit(base_url).netloc}" if options.url is None else None
         for event in from_schema(schema).execute():
-            _fold(result, event, base_url if options.url is None else None)
+            _fold(result, event, in_process)
     result.elapsed = time.monotonic() - started
     return result
 
@@ -120,16 +122,17 @@ def _target(options: Options, schema: OpenApiSchema) -> Iterator[tuple[str, str]
         server.stop()
 
 
-def _fold(result: RunResult, event: events.EngineEvent, in_process_url: str | None) -> None:
+def _fold(result: RunResult, event: events.EngineEvent, in_process: str | None) -> None:
     if isinstance(event, events.ScenarioFinished):
-        _fold_scenario(result, event.recorder, in_process_url)
-    elif isinstance(event, events.NonFatalError):
-        result.errors.append(f"{event.label}: {event.info.format()}")
-    elif isinstance(event, events.FatalError):
-        result.errors.append(f"{type(event.exception).__name__}: {event.exception}")
+        _fold_scenario(result, event.recorder, in_process)
+    elif isinstance(event, (events.NonFatalError, events.FatalError)):
+        error = (f"{event.label}: {event.info.format()}" if isinstance(event, events.NonFatalError)
+                 else f"{type(event.exception).__name__}: {event.exception}")
+        if error not in result.errors:  # the same error in every phase is one error
+            result.errors.append(error)
 
 
-def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process_url: str | None) -> None:
+def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process: str | None) -> None:
     def operation(case_id: str) -> OperationResult:
         op = recorder.cases[case_id].value.operation
         found = result.operations.get(op.label)
@@ -141,6 +144,8 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process_url
         if interaction.response is not None and case_id in recorder.cases:
             operation(case_id).statuses[interaction.response.status_code] += 1
     for case_id, checks in recorder.checks.items():
+        if case_id not in recorder.cases:
+            continue
         op = operation(case_id)
         for check in checks:
             if check.name not in result.checks:
@@ -149,7 +154,7 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process_url
                 op.passed[check.name] += 1
             elif check.status == Status.FAILURE:
                 op.failed[check.name] += 1
-                finding = _finding(recorder, case_id, check, in_process_url)
+                finding = _finding(recorder, case_id, check, in_process)
                 key = (check.name, finding.title)
                 if key in op.findings:
                     op.findings[key].count += 1
@@ -157,7 +162,9 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process_url
                     op.findings[key] = finding
 
 
-def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_process_url: str | None) -> Finding:
+def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_process: str | None) -> Finding:
+    """`in_process`: the origin of the in-process mock, which is gone after the run; its curl commands go to
+    `mockserver serve` instead."""
     info = check.failure_info
     assert info is not None, "a failed check carries its failure"
     failure = info.failure
@@ -165,8 +172,8 @@ def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_proc
     expected = getattr(failure, "expected", None) or failure.message.strip() or failure.title
     got = getattr(failure, "got", None) or _summary(response)
     curl = getattr(failure, "curl", None) or info.code_sample
-    if in_process_url:
-        curl = curl.replace(in_process_url, MOCK_URL)
+    if in_process:
+        curl = curl.replace(in_process, MOCK_ORIGIN)
     return Finding(failure.operation or "", check.name, failure.title, expected, got, curl)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import schemathesis
 from schemathesis.specs.openapi.schemas import OpenApiSchema
@@ -13,7 +14,7 @@ from ..core.documents import read_document
 from ..core.pipeline import Pipeline
 from .checks import filter_failure
 from .examples import add_examples, caller_for, usable_token
-from .knowledge import annotate
+from .knowledge import annotate, resolve_local
 
 
 class UnknownOperation(ValueError):
@@ -23,7 +24,6 @@ class UnknownOperation(ValueError):
 @dataclass
 class Contract:
     schema: OpenApiSchema
-    token: str | None  # the bearer token every call carries
     examples: dict[str, int]  # operationId -> request value combinations taken from the fixtures
 
 
@@ -40,14 +40,29 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     token = token or (usable_token(settings) if default_token else None)
     caller = caller_for(settings, token)
     raw = read_document(spec).data  # as written (the engine's copy may be rewritten to JSON Schema)
-    examples = add_examples(raw, pipeline.spec, pipeline.fixtures, caller)
+    examples = {op: n for op, n in add_examples(raw, pipeline.spec, pipeline.fixtures, caller).items()
+                if not operations or op in operations}
     annotate(raw, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
     if operations:
         schema = schema.include(operation_id=operations)
     schema.hook(filter_failure)
-    sent = {**({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
+    sent = {**(_credentials(raw, token) if token else {}), **(headers or {})}
     if sent:
         schema.config.update(headers=sent)
-    return Contract(schema, token, examples)
+    return Contract(schema, examples)
+
+
+def _credentials(raw: dict[str, Any], token: str) -> dict[str, str]:
+    """The header that carries the token where the description's first security scheme wants it: an API key's
+    own header, else `Authorization: Bearer` (an API key in the query or a cookie: pass it with --header)."""
+    schemes = (raw.get("components") or {}).get("securitySchemes") or {}
+    operations = [op for item in (raw.get("paths") or {}).values() if isinstance(item, dict)
+                  for op in item.values() if isinstance(op, dict)]
+    requirements = [*(raw.get("security") or []), *(r for op in operations for r in op.get("security") or [])]
+    names = [name for requirement in requirements if isinstance(requirement, dict) for name in requirement]
+    scheme = resolve_local(raw, schemes.get(names[0])) if names else None
+    if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and scheme.get("in") == "header":
+        return {str(scheme.get("name")): token}
+    return {"Authorization": f"Bearer {token}"}

@@ -51,9 +51,8 @@ class Document:
     data: Any
     lines: dict[str, int]
 
-    @property
-    def uri(self) -> str:
-        return self.path.resolve().as_uri()
+    def __post_init__(self) -> None:
+        self.uri = self.path.resolve().as_uri()  # asked for on every $ref: worked out once
 
     def line(self, pointer: str) -> int | None:
         """The line of the pointer, or of its nearest parent that has one."""

@@ -80,6 +80,8 @@ class ErrorRenderer:
                                        else "application/problem+json")
         self.codes = {int(k): v for k, v in (settings.get("codes") or {}).items()}
         code_path = _path_to(self.template, "{{code}}")
+        # (operation, response key) -> (media type, body): the API's own error body, where the envelope cannot fit
+        self.description_bodies: dict[tuple[str, str], tuple[str, Any]] = {}
         self.declared: dict[tuple[str, int], str] = {}
         for op in spec.operations.values():
             for status, response in op.responses.items():
@@ -98,7 +100,21 @@ class ErrorRenderer:
             return self.declared[(op.id, status)]
         return self.codes.get(status) or slug(status)
 
+    def use_description(self, op: Operation, key: str, media_type: str, body: Any) -> None:
+        self.description_bodies[(op.id, key)] = (media_type, body)
+
+    def _own(self, status: int, op: Operation | None) -> tuple[str, Any] | None:
+        if op is None or not self.description_bodies:
+            return None
+        for key in (str(status), f"{str(status)[0]}XX", "default"):
+            if key in op.responses:
+                return self.description_bodies.get((op.id, key))
+        return None
+
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
+        own = self._own(error.status, op)
+        if own is not None:
+            return own[1]
         return fill(self.template, {
             "code": error.code or self.code(error.status, op),
             "message": error.message,
@@ -110,6 +126,9 @@ class ErrorRenderer:
 
     def media_type_for(self, status: int, op: Operation | None) -> str:
         """The media type the operation declares for this status when it does, else the envelope's."""
+        own = self._own(status, op)
+        if own is not None:
+            return own[0]
         response = op.response(status) if op is not None else None
         if response is not None and response.content and self.media_type not in response.content:
             return next(iter(response.content))

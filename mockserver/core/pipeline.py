@@ -9,7 +9,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qsl
 
 from .answers import Answer, Answers, pick_media_type
@@ -72,6 +72,9 @@ class Pipeline:
         self.header_values = self._declared_header_values()
         self.journal = Journal(self.options.journal_size)
         self.scenarios = Scenarios(spec.operations)
+        self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
+                            for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]
+        self.new_request_id = self._request_id_maker()
         # values the mock itself sets: checked here once, so requests only check they are present
         self._fixed_headers = frozenset({self.request_id_header.lower()} | {
             name.lower() for values in self.header_values.values() for name in values})
@@ -139,7 +142,7 @@ class Pipeline:
     def _check_fixed_headers(self) -> list[Problem]:
         """The request id the mock makes, and the header values fixed at start-up, fit their schemas."""
         problems = []
-        sample = {self.request_id_header.lower(): "req_" + uuid.uuid4().hex}
+        sample = {self.request_id_header.lower(): self.new_request_id()}
         for op in self.spec.operations.values():
             for status, response in op.responses.items():
                 values = {**sample, **{k.lower(): v for k, v in self.header_values.get(
@@ -156,28 +159,53 @@ class Pipeline:
         return problems
 
     def _check_error_envelope(self) -> list[Problem]:
-        """The envelope, filled, must fit every error response the description declares."""
+        """The envelope, filled, must fit every error response the description declares. An envelope declared in
+        the fixtures that does not fit is a problem; the default (RFC 7807) that does not fit an API's own error
+        schema gives way to that response's example, or a body generated from its schema, made here once."""
         problems = []
+        declared = "errors" in self.fixtures.settings
         for op in self.spec.operations.values():
-            for status, response in op.responses.items():
-                if not (status.isdigit() and int(status) >= 400):
+            for key, response in op.responses.items():
+                status = _error_status(key)
+                if status is None:
                     continue
-                media_type = self.errors.media_type_for(int(status), op)
+                media_type = self.errors.media_type_for(status, op)
                 media = response.content.get(media_type)
                 if media is None or media.schema is None:
                     continue
-                sample = self.errors.body(MockError(int(status), "sample", details={"sample": True}), "req_sample", op)
-                for error in iter_errors(media.schema.validator, sample):
+                sample = self.errors.body(MockError(status, "sample", details={"sample": True}), "req_sample", op)
+                error = next(iter_errors(media.schema.validator, sample), None)
+                if error is None:
+                    continue
+                if declared:
                     file, line, pointer = self.spec.docs.location(media.schema.uri)
                     problems.append(Problem(file, pointer, f"the error envelope from the fixtures' settings does not "
-                                            f"fit {op.id} {status}: {error.message}", str(error.validator), line))
-                    break
+                                            f"fit {op.id} {key}: {error.message}", str(error.validator), line))
+                    continue
+                body = next(iter(media.examples.values()), None) if media.examples else None
+                if body is None:
+                    rng = self.answers.rng(f"{op.id}|{key}|error")
+                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng)
+                self.errors.use_description(op, key, media.name, body)
         return problems
 
     # -- request path --------------------------------------------------------------------------------------
+    def _request_id_maker(self) -> Callable[[], str]:
+        """Request ids shaped as the description declares them: `req_<hex>`, or a UUID where it says `uuid`."""
+        for maker in (lambda: "req_" + uuid.uuid4().hex, lambda: str(uuid.uuid4())):
+            if self._fits_id_schemas(maker()):
+                return maker
+        return lambda: str(uuid.uuid4())  # _check_fixed_headers says why it does not fit
+
+    def _fits_id_schemas(self, value: str) -> bool:
+        return all(schema.validator.is_valid(value) for schema in self._id_schemas)
+
     def request_id(self, request: MockRequest) -> str:
+        """The caller's own id when it is sane (and fits the description), else a new one: never echoed raw."""
         given = request.header(self.request_id_header)
-        return given if given and _SANE_ID.match(given) else "req_" + uuid.uuid4().hex
+        if given and _SANE_ID.match(given) and (not self._id_schemas or self._fits_id_schemas(given)):
+            return given
+        return self.new_request_id()
 
     def handle(self, request: MockRequest) -> MockResponse:
         request_id = self.request_id(request)
@@ -265,6 +293,15 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
+
+
+def _error_status(key: str) -> int | None:
+    """The status a mock-made error would take under a response key: `404`, `4XX` (as 400), `default` (as 400)."""
+    if key.isdigit():
+        return int(key) if int(key) >= 400 else None
+    if key in ("4XX", "5XX"):
+        return int(key[0]) * 100
+    return 400 if key == "default" else None
 
 
 def _query(request: MockRequest) -> dict[str, list[str]]:

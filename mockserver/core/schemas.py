@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing.jsonschema import DRAFT202012
 
 from .documents import DocumentSet, pointer_join
@@ -56,14 +57,28 @@ class SchemaCompiler:
 
     def __init__(self, docs: DocumentSet) -> None:
         self._docs = docs
-        resources = [(uri, DRAFT202012.create_resource(doc.data)) for uri, doc in docs.documents.items()]
-        self._registry: Registry = Registry(retrieve=self._retrieve).with_resources(resources).crawl()  # type: ignore[call-arg]
+        resources = [(uri, _resource(doc.data)) for uri, doc in docs.documents.items()]
+        # not crawled: refs here are URIs with JSON pointers, and crawling trips on non-schema documents.
+        # Combined with the meta-schemas once: jsonschema would redo it for every validator, which costs minutes
+        # for a description of thousands of files.
+        ours: Registry = Registry(retrieve=self._retrieve).with_resources(resources)  # type: ignore[call-arg]
+        self._registry = SPECIFICATIONS.combine(ours)
 
     def _retrieve(self, uri: str) -> Resource:
-        return DRAFT202012.create_resource(self._docs.document(uri).data)
+        return _resource(self._docs.document(uri).data)
 
     def validator(self, uri: str) -> Draft202012Validator:
-        return Draft202012Validator({"$ref": uri}, registry=self._registry, format_checker=FORMAT_CHECKER)
+        schema = {"$ref": uri}
+        resolver = self._registry.resolver_with_root(DRAFT202012.create_resource(schema))
+        return Draft202012Validator(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)  # type: ignore[call-arg]
+
+
+def _resource(contents: Any) -> Resource:
+    """A document as a JSON Schema resource; one that is not a mapping (a file holding a Markdown string, say)
+    can still be pointed into, but holds no schema keywords."""
+    if isinstance(contents, (dict, bool)):
+        return DRAFT202012.create_resource(contents)
+    return Resource.opaque(contents)
 
 
 def iter_errors(validator: Draft202012Validator, instance: Any) -> Iterator[ValidationError]:

@@ -126,6 +126,7 @@ class SpecIndex:
         if self.version.startswith("3.0"):
             self.docs.set_transform(openapi30_to_jsonschema)
         self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []  # harmless oddities, said once at start-up
         self._load_all_refs()
         if self.problems:  # indexing follows refs: it cannot go on with broken ones
             raise LoadError(self.problems)
@@ -158,23 +159,24 @@ class SpecIndex:
         return version
 
     def _load_all_refs(self) -> None:
-        """Resolve every `$ref` once, in every document reached, so a broken one stops start-up with its place."""
-        pending = list(self.docs.documents.values())
-        seen = set()
-        while pending:
-            doc = pending.pop()
-            if doc.uri in seen:
-                continue
-            seen.add(doc.uri)
+        """Resolve every `$ref` once, in every document reached, so a broken one stops start-up with its place.
+        A `$ref` where OpenAPI allows none (inside an `x-` extension, a tag, `info`) is not followed: it only gets
+        a warning, as Prism gives."""
+        index = 0
+        while index < len(self.docs.documents):  # documents are added as refs reach them
+            doc = list(self.docs.documents.values())[index] if index else self.docs.root
+            index += 1
             for pointer, ref in _refs(doc.data, ""):
+                if _outside_openapi(doc is self.docs.root, pointer):
+                    self.warnings.append(doc.problem(pointer + "/$ref", f"$ref {ref!r} stands where OpenAPI allows "
+                                                     "none; it is left as it is", "$ref-ignored"))
+                    continue
                 try:
                     self.docs.resolve(ref, doc.uri + "#" + pointer)
                 except (RefError, LoadError) as exc:
                     problems = exc.problems if isinstance(exc, LoadError) else [
                         doc.problem(pointer + "/$ref", f"unresolved $ref {ref!r}: {exc}", "$ref")]
                     self.problems.extend(problems)
-                    continue
-            pending.extend(d for d in self.docs.documents.values() if d.uri not in seen)
 
     def _problem(self, uri: str, message: str, rule: str) -> None:
         file, line, pointer = self.docs.location(uri)
@@ -198,11 +200,12 @@ class SpecIndex:
             shared = item.get("parameters") or []
             for method in HTTP_METHODS:
                 if method in item:
-                    self._index_operation(template, method, item[method], item_uri, shared, global_security)
+                    # an operation is no `$ref` in OpenAPI, but some descriptions keep each in its own file
+                    node, op_uri = self.docs.deref(item[method], pointer_uri(item_uri, method))
+                    self._index_operation(template, method, node, op_uri, shared, global_security, item_uri)
 
-    def _index_operation(self, template: str, method: str, node: Any, item_uri: str, shared: list[Any],
-                         global_security: list[Any]) -> None:
-        uri = pointer_uri(item_uri, method)
+    def _index_operation(self, template: str, method: str, node: Any, uri: str, shared: list[Any],
+                         global_security: list[Any], item_uri: str) -> None:
         if not isinstance(node, dict):
             self._problem(uri, "an operation must be a mapping", "type")
             return
@@ -333,6 +336,16 @@ def _refs(node: Any, pointer: str) -> list[tuple[str, str]]:
         elif isinstance(value, list):
             stack.extend((v, pointer_join(where, i)) for i, v in enumerate(value))
     return found
+
+
+_NOT_OPENAPI_ROOT_KEYS = ("/tags/", "/info/", "/externalDocs/")
+
+
+def _outside_openapi(in_root: bool, pointer: str) -> bool:
+    """Where a `$ref` means nothing to OpenAPI: under an `x-` extension anywhere, or the root's tags and info."""
+    if "/x-" in pointer or pointer.startswith("x-"):
+        return True
+    return in_root and pointer.startswith(_NOT_OPENAPI_ROOT_KEYS)
 
 
 def _base_path(servers: Any) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from ..core.auth import Caller
 from ..core.fixtures import FixtureSet
 from ..core.rules import LOCATIONS, Filter, field_getter
-from ..core.spec import SpecIndex
+from ..core.spec import Operation, SpecIndex
 from .knowledge import resolve_local, rule_context
 
 PER_OPERATION = 3  # request value combinations per operation: enough to vary, few enough to stay quick
@@ -105,13 +105,31 @@ def add_examples(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, cal
         node = (raw.get("paths") or {}).get(op.path, {}).get(op.method.lower())
         if not combos or not isinstance(node, dict):
             continue
-        for index, combo in enumerate(combos, 1):
+        named = [(f"fixtures-{i}", combo) for i, combo in enumerate(combos, 1)]
+        missing = _missing(op, combos[0])
+        if missing is not None:
+            named.append(("fixtures-missing", missing))
+        for example, combo in named:
             for (location, name), value in combo.items():
                 parameter = _own_parameter(raw, op.path, node, location, name)
                 if parameter is not None:
-                    _add_example(parameter, f"fixtures-{index}", value)
+                    _add_example(parameter, example, value)
         added[op.id] = len(combos)
     return added
+
+
+def _missing(op: Operation, combo: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any] | None:
+    """The first combination with one path value changed into one no fixture holds but the schema still takes
+    (`work` -> `workw`, `1.2.0` -> `1.2.00`): so every run also reaches the operation's not-found answer."""
+    schemas = {("path", p.name): p.schema for p in op.parameters if p.location == "path" and p.schema}
+    for key, value in combo.items():
+        schema = schemas.get(key)
+        if schema is None or not isinstance(value, str) or not value:
+            continue
+        for candidate in (value + value[0], value + value[-1], value[::-1]):
+            if candidate != value and schema.validator.is_valid(candidate):
+                return {**combo, key: candidate}
+    return None
 
 
 def _own_parameter(raw: dict[str, Any], path: str, node: dict[str, Any], location: str,

@@ -14,7 +14,8 @@ from .documents import pointer_join, unescape_token
 from .envelope import fill
 from .errors import MockError, Problem
 from .fixtures import Collection, FixtureSet, Located
-from .generation import SchemaGenerator
+from .generation import GenerationError, SchemaGenerator
+from .negotiation import negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery
 from .rules import Condition, Context, Filter, compile_condition
@@ -65,10 +66,12 @@ class OperationFixture:
 
 def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
     """JSON first, as most clients expect it; otherwise the first declared."""
-    for name, media in content.items():
-        if name == "application/json" or name.endswith("+json"):
-            return media
-    return next(iter(content.values()), None)
+    return negotiate(content, None)
+
+
+def is_json(media_type: str | None) -> bool:
+    base = (media_type or "").split(";")[0].strip().lower()
+    return base == "application/json" or base.endswith("+json")
 
 
 class Answers:
@@ -193,11 +196,12 @@ class Answers:
                 shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
                 rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
 
-    def from_fixture(self, op: Operation, ctx: Context) -> Answer | None:
+    def from_fixture(self, op: Operation, ctx: Context, media: MediaType | None) -> Answer | None:
+        """Fixtures hold JSON: they answer when the client accepts it (`media` is the negotiated type)."""
         fixture = self.fixtures.get(op.id)
-        if fixture is None:
+        if fixture is None or (media is not None and not is_json(media.name)):
             return None
-        media, status = self._success_schema(op)
+        status = op.success_status
         media_type = media.name if media else "application/json"
         if fixture.listing is not None:
             page = fixture.listing.page(ctx)
@@ -212,8 +216,8 @@ class Answers:
                               dict(answer.headers), answer.origin)
         return None
 
-    def from_example(self, op: Operation, name: str | None = None) -> Answer | None:
-        media, status = self._success_schema(op)
+    def from_example(self, op: Operation, media: MediaType | None, name: str | None = None) -> Answer | None:
+        status = op.success_status
         if media is None or not media.examples:
             return None
         if name is not None:
@@ -223,13 +227,16 @@ class Answers:
             return Answer(status, media.examples[name], media.name, "example")
         return Answer(status, next(iter(media.examples.values())), media.name, "example")
 
-    def generated(self, op: Operation, key: str) -> Answer:
-        media, status = self._success_schema(op)
+    def generated(self, op: Operation, media: MediaType | None, key: str) -> Answer:
+        status = op.success_status
         if media is None or media.schema is None:
             return Answer(status, None, media.name if media else None, "generated")
-        rng = self.rng(key)
-        return Answer(status, self.generator.generate(media.schema.node, media.schema.uri, rng), media.name,
-                      "generated")
+        try:
+            payload = self.generator.generate(media.schema.node, media.schema.uri, self.rng(key))
+        except GenerationError as exc:
+            raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
+                            code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
+        return Answer(status, payload, media.name, "generated")
 
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""

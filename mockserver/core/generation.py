@@ -512,7 +512,11 @@ class SchemaGenerator:
         target = _join(choice.loc.base, ref)
         value = next((key for key, mapped in (disc.get("mapping") or {}).items()
                       if mapped == ref or _join(choice.loc.base, mapped) == target
-                      or mapped == ref.rsplit("/", 1)[-1]), ref.rsplit("/", 1)[-1])
+                      or mapped == ref.rsplit("/", 1)[-1]), None)
+        if value is None:
+            # no explicit mapping: the implicit value (the schema's name) is often not what the branch's own
+            # `enum`/`const` allows (openai's `type: local_shell`), so the branch decides
+            return []
         prop = disc["propertyName"]
         pinned = {"properties": {prop: {"const": value}}, "required": [prop]}
         return [choice.loc.child(pinned, "discriminator")]

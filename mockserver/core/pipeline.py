@@ -19,6 +19,7 @@ from .errors import LoadError, MockError, Problem
 from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse
 from .journal import Journal
+from .negotiation import negotiate
 from .pagination import CursorSealer
 from .request_validation import RequestValidator, coerce
 from .response_validation import ContractViolation, check_response
@@ -213,14 +214,15 @@ class Pipeline:
         effect: Effect | None = None
         try:
             self._check_size(request)
-            match = self.router.match(request.method, request.path)
+            query = _query(request)
+            match = self.router.match(request.method, request.path, query)
             op = match.operation
             caller = self.auth.authenticate(op, request)
             valid = self.validators[op.id].validate(request, match.path_params)
             prefer = parse_prefer(request.header("prefer"))
             if "code" in prefer:
                 raise self._preferred_error(op, prefer["code"])
-            effect = self.scenarios.effect(op, match.path_params, _query(request), request, bearer_token(request))
+            effect = self.scenarios.effect(op, match.path_params, query, request, bearer_token(request))
             if effect is not None and effect.error is not None:
                 raise effect.error
             answer = self._answer(op, Context(valid, caller), prefer, request, effect)
@@ -265,15 +267,17 @@ class Pipeline:
             media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
             return Answer(effect.status, effect.body, media.name if media else None, "scenario",
                           dict(effect.headers))
+        response = op.response(op.success_status)
+        media = negotiate(response.content, request.header("accept")) if response else None
         if "example" in prefer:
-            answer = self.answers.from_example(op, prefer["example"])
+            answer = self.answers.from_example(op, media, prefer["example"])
             if answer:
                 return answer
         if prefer.get("dynamic") != "true":
-            answer = self.answers.from_fixture(op, ctx) or self.answers.from_example(op)
+            answer = self.answers.from_fixture(op, ctx, media) or self.answers.from_example(op, media)
             if answer:
                 return answer
-        return self.answers.generated(op, f"{request.method} {request.path}?{request.query_string}")
+        return self.answers.generated(op, media, f"{request.method} {request.path}?{request.query_string}")
 
     def _preferred_error(self, op: Operation, code: str) -> MockError:
         if not code.isdigit() or not op.declares(int(code)):

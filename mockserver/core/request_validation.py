@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from email.parser import BytesParser
+from email.policy import HTTP
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
@@ -118,6 +120,9 @@ class RequestValidator:
             if param.spec.has_default:
                 self._defaults[param.spec.location][key] = param.spec.default
         self._seen: dict[tuple[int, tuple[str, ...]], tuple[Any, list[Violation]]] = {}
+        self._form_kinds = {name: _form_kinds(media, resolve) for name, media in
+                            (op.request_body.content.items() if op.request_body else ())
+                            if name in ("application/x-www-form-urlencoded", "multipart/form-data")}
 
     def validate(self, request: MockRequest, path_params: dict[str, str]) -> ValidRequest:
         result = ValidRequest(dict(self._defaults["path"]), dict(self._defaults["query"]),
@@ -213,8 +218,14 @@ class RequestValidator:
                 where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
                 violations.append(Violation("body", "body", "", "json", f"malformed JSON{where}"))
                 return None
-        elif media.name == "application/x-www-form-urlencoded":
-            value = dict(parse_qsl(request.body.decode("utf-8", "replace"), keep_blank_values=True))
+        elif media.name in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            fields = (_multipart(request.header("content-type") or "", request.body) if media.name.startswith("multipart")
+                      else _urlencoded(request.body))
+            if fields is None:
+                violations.append(Violation("body", "body", "", "multipart", "malformed multipart body (no boundary "
+                                            "or no parts)"))
+                return None
+            value = self._form_value(media, fields)
         else:
             return request.body
         if media.schema is not None:
@@ -222,6 +233,64 @@ class RequestValidator:
                 violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
                                             error.message))
         return value
+
+
+    def _form_value(self, media: MediaType, fields: dict[str, list[str]]) -> dict[str, Any]:
+        """Form fields as the body schema types them: numbers, booleans, and arrays for repeated fields."""
+        kinds = self._form_kinds.get(media.name, {})
+        value: dict[str, Any] = {}
+        for name, raw in fields.items():
+            field_kinds, item_kinds = kinds.get(name, (set(), set()))
+            if "array" in field_kinds:
+                value[name] = [coerce(v, item_kinds) for v in raw]
+            else:
+                value[name] = coerce(raw[-1], field_kinds)
+        return value
+
+
+def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:
+    """For a form body's schema: each property's types and, for arrays, its items' types."""
+    if media.schema is None:
+        return {}
+    kinds: dict[str, tuple[set[str], set[str]]] = {}
+    stack = [(media.schema.node, media.schema.uri)]
+    while stack:
+        node, uri = stack.pop()
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            node, uri = resolve(node["$ref"], uri)
+        if not isinstance(node, dict):
+            continue
+        for name, prop in (node.get("properties") or {}).items():
+            prop_uri = f"{uri}/properties/{name}"
+            prop_kinds = schema_types(prop, prop_uri, resolve)
+            items = schema_types(*items_schema(prop, prop_uri, resolve), resolve) if "array" in prop_kinds else set()
+            kinds[name] = (prop_kinds, items)
+        stack.extend((sub, uri) for key in ("allOf", "anyOf", "oneOf") for sub in node.get(key) or [])
+    return kinds
+
+
+def _urlencoded(body: bytes) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
+        fields.setdefault(name, []).append(value)
+    return fields
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:
+    """The fields of a multipart/form-data body; a file's content is kept as text (latin-1: any bytes)."""
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n"
+                                                   + body)
+    if not message.is_multipart():
+        return None
+    fields: dict[str, list[str]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not name:
+            continue
+        data = part.get_payload(decode=True) or b""
+        text = data.decode("latin-1") if part.get_filename() else data.decode("utf-8", "replace")
+        fields.setdefault(str(name), []).append(text)
+    return fields
 
 
 def _raw(location: str, name: str, sources: dict[str, Any], request: MockRequest) -> list[str] | None:

@@ -17,7 +17,7 @@ class Route:
     template: str
     pattern: re.Pattern[str]
     names: tuple[str, ...]
-    operations: dict[str, Operation]  # by upper-case method
+    operations: dict[str, list[Operation]]  # by upper-case method; those that ask for query values first
 
     @property
     def rank(self) -> tuple[int, int, int]:
@@ -35,14 +35,17 @@ class Match:
 class Router:
     def __init__(self, operations: list[Operation], base_path: str = "") -> None:
         self.base_path = base_path
-        by_template: dict[str, dict[str, Operation]] = {}
+        by_template: dict[str, dict[str, list[Operation]]] = {}
         for op in operations:
-            by_template.setdefault(op.path, {})[op.method] = op
+            by_template.setdefault(op.path, {}).setdefault(op.method, []).append(op)
+        for methods in by_template.values():
+            for ops in methods.values():
+                ops.sort(key=lambda o: -len(o.query_match))
         routes = [self._compile(t, ops) for t, ops in by_template.items()]
         self._routes = sorted(routes, key=lambda r: r.rank)
 
     @staticmethod
-    def _compile(template: str, operations: dict[str, Operation]) -> Route:
+    def _compile(template: str, operations: dict[str, list[Operation]]) -> Route:
         names: list[str] = []
         parts: list[str] = []
         last = 0
@@ -54,8 +57,9 @@ class Router:
         parts.append(re.escape(template[last:]))
         return Route(template, re.compile("".join(parts) + "/?$" if template != "/" else "/$"), tuple(names), operations)
 
-    def match(self, method: str, raw_path: str) -> Match:
-        """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError."""
+    def match(self, method: str, raw_path: str, query: dict[str, list[str]] | None = None) -> Match:
+        """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError. Where the
+        description has path keys that differ only by a query (`/responses?beta=true`), the query decides."""
         path = raw_path
         if self.base_path:
             if path != self.base_path and not path.startswith(self.base_path + "/"):
@@ -67,7 +71,7 @@ class Router:
             m = route.pattern.match(path)
             if not m:
                 continue
-            op = route.operations.get(method.upper())
+            op = _by_query(route.operations.get(method.upper(), []), query or {})
             if op is None:
                 first = first or route  # a less concrete template may still have this method
                 continue
@@ -85,6 +89,9 @@ class Router:
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
 
-    @property
-    def templates(self) -> list[str]:
-        return [r.template for r in self._routes]
+
+def _by_query(operations: list[Operation], query: dict[str, list[str]]) -> Operation | None:
+    for op in operations:
+        if all(value in query.get(name, []) for name, value in op.query_match.items()):
+            return op
+    return None

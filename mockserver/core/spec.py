@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlparse
+from urllib.parse import parse_qsl, urljoin, urlparse
 
 from jsonschema import Draft202012Validator
 
@@ -92,6 +92,7 @@ class Operation:
     deprecated: bool = False
     tags: list[str] = field(default_factory=list)
     summary: str = ""
+    query_match: dict[str, str] = field(default_factory=dict)  # from a path key such as `/responses?beta=true`
 
     def response(self, status: int) -> Response | None:
         """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
@@ -226,10 +227,12 @@ class SpecIndex:
             param = self._parameter(raw, pointer_uri(uri, "parameters", index))
             if param:
                 parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
+        path, _, query = template.partition("?")
         self.operations[op_id] = Operation(
             id=op_id,
             method=method.upper(),
-            path=template,
+            path=path,
+            query_match=dict(parse_qsl(query, keep_blank_values=True)),
             parameters=list(parameters.values()),
             request_body=self._request_body(node.get("requestBody"), pointer_uri(uri, "requestBody")),
             responses={str(status): self._response(str(status), raw, pointer_uri(uri, "responses", status))

@@ -92,7 +92,13 @@ class MockWSGI:
         limit = pipeline.options.max_body + 1  # one byte more than allowed tells the pipeline it is too large
         body = environ["wsgi.input"].read(min(length, limit)) if length > 0 else b""
         mock_request = MockRequest(method, raw_path(environ), environ.get("QUERY_STRING", ""), headers, body)
-        result = pipeline.handle(mock_request)
+        try:
+            result = pipeline.handle(mock_request)
+        except Exception:  # a bug in the mock: logged with its traceback, answered without one
+            access_log.exception("internal error on %s %s", method, mock_request.path)
+            result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
+                                                       code="mock-internal-error"),
+                                             pipeline.request_id(mock_request), None)
         if result.delay_ms:
             time.sleep(result.delay_ms / 1000)
         out_headers = dict(result.headers)

@@ -1,0 +1,87 @@
+"""Form and multipart request bodies are parsed, typed by their schema and validated; paths that differ only by a
+query (`/responses?beta=true`) are told apart by it; a bug never shows a traceback."""
+from conftest import body
+from mockserver import create_app
+
+SPEC = """\
+openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /upload:
+    post:
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema:
+              type: object
+              required: [file, purpose]
+              properties:
+                file: {type: string, format: binary}
+                purpose: {type: string, enum: [fine-tune, assistants]}
+                copies: {type: integer, minimum: 1}
+      responses: {'201': {description: ok}}
+  /form:
+    post:
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              required: [To]
+              properties:
+                To: {type: string}
+                Retries: {type: integer, maximum: 3}
+                Tags: {type: array, items: {type: string}}
+      responses: {'204': {description: ok}}
+  /things:
+    get:
+      operationId: plain
+      responses: {'200': {description: ok, content: {application/json: {schema: {const: plain}}}}}
+  /things?beta=true:
+    get:
+      operationId: beta
+      responses: {'200': {description: ok, content: {application/json: {schema: {const: beta}}}}}
+"""
+
+
+def violations(response):
+    assert response.status_code == 400, response.data
+    return sorted((v["pointer"], v["rule"]) for v in body(response)["details"]["violations"])
+
+
+def test_multipart(write):
+    import io
+    client = create_app(write("spec.yaml", SPEC)).test_client()
+    ok = client.post("/upload", data={"file": (io.BytesIO(b"\x00\xffbytes"), "a.bin"), "purpose": "assistants",
+                                      "copies": "2"})
+    assert ok.status_code == 201
+    assert violations(client.post("/upload", data={"purpose": "other", "copies": "0"},
+                                  content_type="multipart/form-data")) == [
+        ("", "required"), ("/copies", "minimum"), ("/purpose", "enum")]
+    broken = client.post("/upload", data=b"no parts here", content_type="multipart/form-data")
+    assert violations(broken) == [("", "multipart")]
+
+
+def test_form_urlencoded(write):
+    client = create_app(write("spec.yaml", SPEC)).test_client()
+    form = "application/x-www-form-urlencoded"
+    assert client.post("/form", data="To=%2B15551234&Retries=2&Tags=a&Tags=b", content_type=form).status_code == 204
+    assert violations(client.post("/form", data="Retries=9", content_type=form)) == [("", "required"),
+                                                                                     ("/Retries", "maximum")]
+
+
+def test_a_query_in_a_path_key_chooses_the_operation(write):
+    client = create_app(write("spec.yaml", SPEC)).test_client()
+    assert body(client.get("/things")) == "plain"
+    assert body(client.get("/things?beta=true")) == "beta"
+    assert body(client.get("/things?beta=false")) == "plain"
+
+
+def test_a_bug_is_a_500_in_the_envelope_without_traceback(write, monkeypatch):
+    app = create_app(write("spec.yaml", SPEC))
+    pipeline = app.extensions["mockserver"].pipeline
+    monkeypatch.setattr(pipeline.answers, "generated", lambda *a: 1 / 0)
+    response = app.test_client().get("/things")
+    assert response.status_code == 500 and body(response)["code"] == "mock-internal-error"
+    assert b"Traceback" not in response.data and b"ZeroDivision" not in response.data

@@ -179,9 +179,6 @@ class Answers:
                                                  str(error.validator), *where, *_tokens(instance_pointer(error))))
 
     # -- request path --------------------------------------------------------------------------------------
-    def has_fixture(self, op: Operation) -> bool:
-        return op.id in self.fixtures
-
     def check_rules(self, op: Operation, ctx: Context) -> None:
         """The fixture's `reject` and `require` rules: errors the API gives for this request, whatever answers."""
         fixture = self.fixtures.get(op.id)

@@ -84,7 +84,7 @@ class Scenario:
     operation: Operation
     origin: str  # "fixtures" or "runtime"
     remaining: int | None = None
-    rng: random.Random | None = None
+    rng: random.Random = field(default_factory=random.Random)  # draws `rate` and latency ranges, seeded
     hits: int = 0
 
     def matches(self, op: Operation, path_params: dict[str, str], query: dict[str, list[str]],
@@ -149,7 +149,7 @@ class Scenarios:
         if "body" in spec and check_body is not None:
             check_body(op, status, spec["body"])
         return Scenario(spec.get("id") or f"s{next(self._ids)}", dict(spec), op, origin, spec.get("times"),
-                        random.Random(spec.get("seed", 0)) if "rate" in spec else None)
+                        random.Random(spec.get("seed", 0)))
 
     def set_baseline(self, specs: list[tuple[dict[str, Any], str]], check_body: Any = None) -> None:
         """The fixtures' scenarios (spec, origin): checked now, and restored by `reset`."""
@@ -202,7 +202,7 @@ class Scenarios:
             for scenario in self._active:
                 if not scenario.matches(op, path_params, query, request, token):
                     continue
-                if scenario.rng is not None and scenario.rng.random() >= scenario.spec["rate"]:
+                if "rate" in scenario.spec and scenario.rng.random() >= scenario.spec["rate"]:
                     continue
                 scenario.hits += 1
                 if scenario.remaining is not None:
@@ -216,7 +216,7 @@ class Scenarios:
     def _effect_of(scenario: Scenario) -> Effect:
         spec = scenario.spec
         latency = spec.get("latency", 0)
-        delay = latency if isinstance(latency, int) else scenario_rng(scenario).randint(latency["min"], latency["max"])
+        delay = latency if isinstance(latency, int) else scenario.rng.randint(latency["min"], latency["max"])
         effect = Effect(scenario.id, delay, headers=dict(spec.get("responseHeaders", {})),
                         disconnect=spec.get("break"))
         status = spec.get("status")
@@ -242,12 +242,6 @@ def declared_message(op: Operation, status: int) -> str:
 def _has_content(op: Operation, status: int) -> bool:
     response = op.response(status)
     return bool(response and response.content)
-
-
-def scenario_rng(scenario: Scenario) -> random.Random:
-    if scenario.rng is None:
-        scenario.rng = random.Random(scenario.spec.get("seed", 0))
-    return scenario.rng
 
 
 def _text(value: Any) -> str:

@@ -17,10 +17,13 @@ from .fixtures import Collection, FixtureSet, Located
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import negotiate
 from .pagination import CursorSealer
-from .query import ItemQuery, ListQuery
+from .query import ItemQuery, ListQuery, to_json
 from .rules import Condition, Context, Filter, compile_condition
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
+
+
+GENERATED_CACHE_SIZE = 2048
 
 
 @dataclass
@@ -32,7 +35,8 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     origin: str = ""  # where a fixture answer came from (file:line), for contract-violation messages
     body: bytes | None = None  # already serialised (a page joined from JSON made at start-up)
-    prechecked: bool = False  # its body was checked against the description at start-up
+    prechecked: bool = False  # its body was checked against the description already
+    key: tuple[str, str, str] | None = None  # a generated answer's identity: operation, media type, request
 
 
 @dataclass
@@ -81,6 +85,7 @@ class Answers:
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
+        self._generated: dict[tuple[str, str, str], Answer] = {}
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
             if op is None:
@@ -225,15 +230,31 @@ class Answers:
         return Answer(status, next(iter(media.examples.values())), media.name, "example")
 
     def generated(self, op: Operation, media: MediaType | None, key: str) -> Answer:
+        """Data made up from the schema, the same for the same seed and request: so once it has been made and
+        checked (`remember`), it is served again as it was."""
         status = op.success_status
         if media is None or media.schema is None:
             return Answer(status, None, media.name if media else None, "generated")
+        identity = (op.id, media.name, key)
+        known = self._generated.get(identity)
+        if known is not None:
+            return known
         try:
             payload = self.generator.generate(media.schema.node, media.schema.uri, self.rng(key))
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
-        return Answer(status, payload, media.name, "generated")
+        return Answer(status, payload, media.name, "generated", key=identity)
+
+    def remember(self, answer: Answer) -> None:
+        """Keep a generated answer that passed the response check, serialised (bounded)."""
+        if answer.key is None:
+            return
+        if len(self._generated) >= GENERATED_CACHE_SIZE:
+            self._generated.clear()
+        self._generated[answer.key] = Answer(
+            answer.status, answer.payload, answer.media_type, "generated", body=to_json(answer.payload)
+            if is_json(answer.media_type) else None, prechecked=True)
 
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""

@@ -232,6 +232,8 @@ class Pipeline:
                 check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                                answer.origin, body_checked=answer.prechecked,
                                fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
+            if answer.source == "generated" and not answer.prechecked:
+                self.answers.remember(answer)
             body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
             response = MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id,
                                     answer.payload)

@@ -64,6 +64,79 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     return 2
 
 
+def _coverage(args: argparse.Namespace) -> int:
+    """Exit 0, 1 below --min, 2 when the mock's coverage cannot be read."""
+    from .coverage_cli import run
+
+    return run(args.url, args.control_token, args.junit, args.min)
+
+
+def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
+    _add_sources(parser)
+    parser.add_argument("--target", required=True,
+                        help="the real deployment's root URL; each request's path is appended to it unchanged")
+    parser.add_argument("--fallback", action="store_true",
+                        help="when the target cannot answer (refused, timeout, 501), the mock answers from its "
+                             "fixtures")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the target (default 10)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=4010)
+    parser.add_argument("--threads", type=int, default=8, help="threads (one process: the drift counts are whole)")
+    parser.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
+    parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve() == folder.resolve() or folder.resolve() in path.resolve().parents
+
+
+def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
+    """Serve until stopped (exit 0); 2 when the description, the fixtures or the options are unusable."""
+    from .core.recorder import Recorder
+    from .web.app import create_app
+    from .web.proxy import Proxy
+    from .web.serving import configure_logging, serve as serve_with_gunicorn
+
+    recorder = None
+    if args.command == "record":
+        rejected = args.rejected or args.out.resolve().with_name(args.out.resolve().name + "-rejected")
+        if fixtures is not None and fixtures.is_dir() and _inside(args.out, fixtures):
+            print(f"mockserver: --out {args.out} lies inside the fixtures folder {fixtures}: serving {fixtures} would "
+                  f"read every recorded collection and operation twice. Record into a folder of its own (e.g. --out "
+                  f"recorded/) and serve it with --fixtures.", file=sys.stderr)
+            return 2
+        if _inside(rejected, args.out):
+            print(f"mockserver: --rejected {rejected} must lie outside --out {args.out}: what it keeps is not fixtures",
+                  file=sys.stderr)
+            return 2
+        recorder = Recorder(args.out, rejected, args.redact)
+    try:
+        proxy = Proxy(args.target, fallback=args.fallback, timeout=args.timeout, recorder=recorder)
+    except ValueError as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+        return 2
+    log_buffer = configure_logging(args.log_level)
+    try:
+        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token, proxy=proxy,
+                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
+    except LoadError as exc:
+        _report(exc)
+        return 2
+    what = f"recording into {args.out}" if recorder else "proxying"
+    print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
+          + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
+    if args.dev:
+        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    else:
+        serve_with_gunicorn(app, host=args.host, port=args.port, workers=1, threads=args.threads,
+                            on_exit=log_buffer.flush)
+    log_buffer.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mockserver", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -106,8 +179,33 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
                           help="check only these operationIds")
 
+    coverage = commands.add_parser("coverage", help="what a client's calls exercised of the description, read from "
+                                                    "a running mock")
+    coverage.add_argument("--url", default="http://127.0.0.1:4010", help="the running mock (default %(default)s)")
+    coverage.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                          help="the mock's control token, if it has one (env MOCKSERVER_CONTROL_TOKEN)")
+    coverage.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report: a test case per "
+                                                                     "status, query parameter and enum value")
+    coverage.add_argument("--min", type=float, metavar="PERCENT", help="exit 1 below this total percentage")
+
+    proxy = commands.add_parser("proxy", help="forward to a real deployment; check every exchange against the "
+                                              "description (drift at /__mock/drift)")
+    _add_proxy_options(proxy)
+    record = commands.add_parser("record", help="like proxy, and save the answers as fixtures")
+    _add_proxy_options(record)
+    record.add_argument("--out", type=Path, required=True, help="folder of the recorded fixtures (merged if it exists)")
+    record.add_argument("--rejected", type=Path, help="folder for answers that break the description "
+                                                      "(default: OUT-rejected beside OUT)")
+    record.add_argument("--redact", nargs="+", action="extend", default=[], metavar="FIELD",
+                        help="field names or JSON pointers into answers (`*` for any key or index) whose values are "
+                             "replaced; Authorization, cookies and API keys always are")
+
     args = parser.parse_args(argv)
+    if args.command == "coverage":
+        return _coverage(args)
     spec, fixtures = _sources(args)
+    if args.command in ("proxy", "record"):
+        return _proxy(args, spec, fixtures)
     if args.command == "contract":
         return _contract(args, spec, fixtures)
     if args.command == "validate":

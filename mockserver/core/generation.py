@@ -513,13 +513,28 @@ class SchemaGenerator:
         value = next((key for key, mapped in (disc.get("mapping") or {}).items()
                       if mapped == ref or _join(choice.loc.base, mapped) == target
                       or mapped == ref.rsplit("/", 1)[-1]), None)
-        if value is None:
-            # no explicit mapping: the implicit value (the schema's name) is often not what the branch's own
-            # `enum`/`const` allows (openai's `type: local_shell`), so the branch decides
-            return []
         prop = disc["propertyName"]
+        if value is None:
+            # no explicit mapping: the implicit value is the schema's name, unless the branch itself says which
+            # values its property takes (openai's `type: {enum: [local_shell]}`): then the branch decides
+            if self._fixes_values(branch, choice.loc.base, prop, 0):
+                return []
+            value = ref.rsplit("/", 1)[-1]
         pinned = {"properties": {prop: {"const": value}}, "required": [prop]}
         return [choice.loc.child(pinned, "discriminator")]
+
+    def _fixes_values(self, schema: Any, base: str, prop: str, depth: int) -> bool:
+        """Whether a schema (through `$ref` and `allOf`) gives its property `prop` an `enum` or `const`."""
+        if not isinstance(schema, dict) or depth > 8:
+            return False
+        if isinstance(schema.get("$ref"), str):
+            target, target_base = self._resolve(schema["$ref"], base)
+            if self._fixes_values(target, target_base, prop, depth + 1):
+                return True
+        node = (schema.get("properties") or {}).get(prop)
+        if isinstance(node, dict) and ("enum" in node or "const" in node):
+            return True
+        return any(self._fixes_values(sub, base, prop, depth + 1) for sub in schema.get("allOf") or [])
 
     def _matches_one(self, value: Any, choice: _Choice, run: _Run) -> bool:
         branches = choice.loc.schema[choice.kind]

@@ -11,7 +11,7 @@ import socket
 import time
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 from urllib.parse import quote
 
 from flask import Flask, Response, request
@@ -22,7 +22,11 @@ from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Options, Pipeline
 from .control import PREFIX, control_blueprint
 from .cors import cors_headers, is_preflight, preflight_headers
+from .dashboard import dashboard_blueprints
 from .reload import Reloader
+
+if TYPE_CHECKING:
+    from .proxy import Proxy
 
 access_log = logging.getLogger("mockserver.access")
 MOCK_KEY = "mockserver"  # app.extensions[MOCK_KEY] is the MockWSGI: `.pipeline` is the state served now
@@ -56,8 +60,10 @@ class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
     def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
-                 reloader: Callable[["MockWSGI"], Reloader] | None = None) -> None:
+                 reloader: Callable[["MockWSGI"], Reloader] | None = None,
+                 handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
+        self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
         self.flask_wsgi = flask_wsgi
         self._make_reloader = reloader
         self._reloader_pid = 0
@@ -93,7 +99,7 @@ class MockWSGI:
         body = environ["wsgi.input"].read(min(length, limit)) if length > 0 else b""
         mock_request = MockRequest(method, raw_path(environ), environ.get("QUERY_STRING", ""), headers, body)
         try:
-            result = pipeline.handle(mock_request)
+            result = self.handle(pipeline, mock_request)
         except Exception:  # a bug in the mock: logged with its traceback, answered without one
             access_log.exception("internal error on %s %s", method, mock_request.path)
             result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
@@ -136,23 +142,29 @@ def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
 
 
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
-               control_token: str | None = None, watch: bool = False, **options: object) -> Flask:
+               control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
+               **options: object) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
-    reloads the description and fixtures when a file changes."""
+    reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
+    deployment instead of answering them (the pipeline still checks them, and answers on fallback)."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
 
     def build() -> Pipeline:
         return Pipeline.load(spec_path, fixtures_path, Options(**options))  # type: ignore[arg-type]
 
     app = Flask("mockserver")
-    wsgi = MockWSGI(build(), None)
+    wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None)
     if watch:
         wsgi._make_reloader = lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)
     app.extensions[MOCK_KEY] = wsgi
     if control:
-        app.register_blueprint(control_blueprint(lambda: wsgi.pipeline, control_token,
-                                                 lambda e: _envelope(wsgi.pipeline, e)))
+        control_api = control_blueprint(lambda: wsgi.pipeline, control_token, lambda e: _envelope(wsgi.pipeline, e),
+                                        drift=proxy.drift if proxy else None)
+        pages, data = dashboard_blueprints(lambda: wsgi.pipeline)
+        control_api.register_blueprint(data)  # the dashboard's data: behind the control token
+        app.register_blueprint(control_api)
+        app.register_blueprint(pages)  # the pages themselves ask for the token
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import yaml
 from flask import Blueprint, Response, request
 
+from ..core.drift import DriftLog
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
 from ..core.scenarios import ScenarioError
@@ -20,9 +21,10 @@ DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
 
 
-def control_blueprint(current: Callable[[], Pipeline], token: str | None, render: Any) -> Blueprint:
+def control_blueprint(current: Callable[[], Pipeline], token: str | None, render: Any,
+                      drift: DriftLog | None = None) -> Blueprint:
     """`current()` is the state being served (a reload swaps it); `render(MockError) -> Response` answers errors
-    in the API's envelope, like everything else."""
+    in the API's envelope, like everything else; `drift` (in proxy mode) is served at /__mock/drift."""
     bp = Blueprint("control", __name__, url_prefix=PREFIX)
     description = json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
 
@@ -112,7 +114,19 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         pipeline = current()
         pipeline.scenarios.reset()
         pipeline.journal.clear()
+        if drift is not None:
+            drift.clear()
         return ok({"scenarios": pipeline.scenarios.list()})
+
+    if drift is not None:
+        @bp.get("/drift")
+        def drift_summary() -> Response:
+            return ok(drift.summary())
+
+        @bp.delete("/drift")
+        def clear_drift() -> Response:
+            drift.clear()
+            return ok({"cleared": True})
 
     @bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     def unknown(anything: str) -> Response:

@@ -1,0 +1,99 @@
+"""`mockserver proxy` and `record`: the described API's requests go to a real deployment and its answers come back
+unchanged; each exchange is checked against the description (`core.drift`) and, when recording, saved as
+fixtures (`core.recorder`). With fallback, the mock answers what the deployment cannot (down, too slow, 501), so a
+frontend keeps working while the backend does not. It plugs into `MockWSGI` in place of `Pipeline.handle`, so
+CORS, the journal, the access log and the control API work as they do for the mock."""
+from __future__ import annotations
+
+import http.client
+import logging
+from urllib.parse import urlsplit
+
+from ..core.drift import DriftLog, check
+from ..core.errors import MockError
+from ..core.http import MockRequest, MockResponse
+from ..core.pipeline import Pipeline
+from ..core.recorder import Recorder
+
+log = logging.getLogger("mockserver.proxy")
+# not forwarded either way (RFC 9110 §7.6.1), or recomputed; Accept-Encoding so that answers can be read and checked
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                         "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding"})
+
+
+class Unanswered(Exception):
+    """The deployment gave no answer: refused, unreachable, timed out, or broke the connection."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status  # 502, or 504 for a timeout, when there is no fallback
+
+
+class Proxy:
+    def __init__(self, target: str, *, fallback: bool = False, timeout: float = 10.0,
+                 recorder: Recorder | None = None) -> None:
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the target must be an http(s) URL, not {target!r}")
+        self._netloc = parts.netloc.rpartition("@")[2]  # credentials in the URL stay out of messages
+        self._base = parts.path.rstrip("/")
+        self._connection = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self.target = f"{parts.scheme}://{self._netloc}{self._base}"
+        self.fallback = fallback
+        self.timeout = timeout
+        self.recorder = recorder
+        self.drift = DriftLog()
+
+    def handle(self, pipeline: Pipeline, request: MockRequest) -> MockResponse:
+        """Same signature as `Pipeline.handle`: the deployment's answer, the mock's (fallback), or a 502/504."""
+        if len(request.body) > pipeline.options.max_body:
+            return pipeline.handle(request)  # the body was cut at the limit: the mock's own 413, never half a body
+        try:
+            status, headers, body = self._forward(request)
+        except Unanswered as exc:
+            return self._unanswered(pipeline, request, exc)
+        if status == 501 and self.fallback:
+            return self._unanswered(pipeline, request, Unanswered(501, "the target answered 501 Not Implemented"))
+        exchange = check(pipeline, request, status, headers, body)
+        self.drift.add(exchange)
+        if exchange.violations:
+            first = exchange.violations[0]
+            log.warning("DRIFT %s %s -> %d: %d violation(s), first: %s %s %s: %s", request.method, request.path,
+                        status, len(exchange.violations), first.side, first.pointer, first.rule, first.message)
+        if self.recorder is not None:
+            log.info("record %s %s -> %d: %s", request.method, request.path, status,
+                     self.recorder.observe(pipeline, exchange))
+        return MockResponse(status, body, None, headers, "proxy-drift" if exchange.violations else "proxy",
+                            exchange.operation.id if exchange.operation else None, exchange.payload)
+
+    def _forward(self, request: MockRequest) -> tuple[int, dict[str, str], bytes]:
+        connection = self._connection(self._netloc, timeout=self.timeout)
+        url = self._base + request.path + (f"?{request.query_string}" if request.query_string else "")
+        headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
+        try:
+            connection.request(request.method, url, body=request.body or None, headers=headers)
+            response = connection.getresponse()
+            body = response.read()
+        except TimeoutError:
+            raise Unanswered(504, f"no answer within {self.timeout:g} s") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise Unanswered(502, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
+        finally:
+            connection.close()
+        answer: dict[str, str] = {}
+        for name, value in response.getheaders():
+            if name.lower() not in _HOP_BY_HOP:  # a repeated header is folded into one line (RFC 9110 §5.3)
+                answer[name] = f"{answer[name]}, {value}" if name in answer else value
+        return response.status, answer, body
+
+    def _unanswered(self, pipeline: Pipeline, request: MockRequest, reason: Unanswered) -> MockResponse:
+        if self.fallback:
+            log.warning("FALLBACK %s %s: %s; the mock answers", request.method, request.path, reason)
+            response = pipeline.handle(request)
+            response.source = "fallback"
+            return response
+        log.warning("UNANSWERED %s %s: %s", request.method, request.path, reason)
+        code = "gateway-timeout" if reason.status == 504 else "bad-gateway"
+        return pipeline.error_response(MockError(reason.status, f"the target {self.target} did not answer: {reason}",
+                                                 code=code, details={"target": self.target}),
+                                       pipeline.request_id(request), None)

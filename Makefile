@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 4010
 
-.PHONY: install run test validate contract soak bench clean
+.PHONY: install browser run test validate contract soak bench clean
 
 install: $(STAMP)
 
@@ -19,7 +19,13 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/mockserver serve --host $(HOST) --port $(PORT)
 
-test: install
+# the dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser here)
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends chromium >/dev/null) || \
+		echo "make: chromium could not be installed: the browser tests will be skipped"
+
+test: install browser
 	$(BIN)/python -m pytest -n auto -q
 
 validate: install

@@ -1,0 +1,246 @@
+"""The dashboard in a real browser (Playwright driving Debian's Chromium): the operations with their fixtures,
+statuses and calls; a call made with the page's own controls; a one-click 503 that the next call meets; the
+scenario form; a journal row in full with Authorization masked; the control token asked for once; Swagger UI's
+"Try it out" against the mock. No request leaves the mock: every asset is its own.
+
+`make test` installs Chromium when it is missing; where it cannot be (no apt), these tests are skipped.
+`MOCKSERVER_SCREENSHOT=docs/dashboard.png pytest tests/test_dashboard.py -k screenshot` renews the README's image."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
+from mockserver import create_app
+from mockserver.testing import MockServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+expect = sync_api.expect
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+TIMEOUT_MS = 10_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"no browser: {CHROMIUM} is missing (`make test` installs Debian's chromium where apt works)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockServer]:
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per poll
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES) as started:
+        yield started
+
+
+def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
+    """A fresh page, and the list of every request it tried outside the mock (aborted): it must stay empty."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    outside: list[str] = []
+
+    def only_the_mock(route: Any) -> None:
+        if route.request.url.startswith(url) or route.request.url.startswith("blob:"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_the_mock)
+    return context.new_page(), outside
+
+
+@pytest.fixture()
+def page(browser: Any, server: MockServer) -> Iterator[Any]:
+    server.reset()
+    opened, outside = open_page(browser, server.url)
+    opened.goto(server.url + "/__mock/")
+    expect(opened.locator("#caller")).to_have_value("Bearer demo-token")  # the callers came: the page is live
+    yield opened
+    opened.context.close()
+    assert outside == []
+
+
+def card(page: Any, operation_id: str) -> Any:
+    return page.locator(f'.operation[data-operation="{operation_id}"]')
+
+
+def call(server: MockServer, path: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(server.url + path, headers=DEMO), timeout=10).close()
+
+
+def test_operations_show_fixtures_statuses_and_live_calls(page, server):
+    expect(page.locator("h3.group")).to_have_text(["Test sets", "Agents", "Eval suites"])
+    test_sets = card(page, "listTestSets")
+    expect(test_sets.locator(".fixtures")).to_have_text("167 fixture items")
+    expect(test_sets.locator(".statuses .status")).to_have_text(["200", "400", "401", "503"])
+    expect(test_sets.locator("[data-calls]")).to_have_text("0 calls")
+    call(server, "/v1/test-sets?limit=1")  # made elsewhere: the page sees it by polling
+    expect(test_sets.locator("[data-calls]")).to_have_text("1 call")
+    expect(test_sets.locator('.statuses [data-status="200"]')).to_have_class(re.compile(r"\bseen\b"))
+    expect(page.locator("#journal tbody tr").first).to_contain_text("/v1/test-sets?limit=1")
+
+
+def test_a_call_with_the_pages_own_controls(page):
+    agents = card(page, "listAgentTestSetCases")
+    expect(agents.locator("input[name=url]")).to_have_value(re.compile(r"^/v1/agents/acme\.drafting/test-set/cases"))
+    agents.get_by_role("button", name="Try").click()
+    expect(agents.locator(".result")).to_have_text("200 OK")
+    row = page.locator("#journal tbody tr").first
+    expect(row.locator("td")).to_have_text([re.compile(r"\d+"), re.compile(r"\d\d:\d\d:\d\d"), "GET",
+                                            re.compile(r"^/v1/agents/acme\.drafting/test-set/cases\?projectId="),
+                                            "200", "fixture", re.compile(r"[\d.]+")])
+    expect(agents.locator("[data-percent]")).to_have_text("18.2 % (2 of 11)")
+
+
+def test_one_click_makes_the_next_call_fail(page):
+    test_sets = card(page, "listTestSets")
+    test_sets.locator('button[data-fail="503"]').click()
+    scenario = page.locator("#scenarios tbody tr", has_text="listTestSets")
+    expect(scenario.locator("td").nth(2)).to_have_text("status 503")
+    expect(scenario.locator("td").nth(3)).to_have_text("1")
+    test_sets.get_by_role("button", name="Try").click()
+    expect(test_sets.locator(".result")).to_have_text("503 Service Unavailable")
+    failed = page.locator("#journal tbody tr").first
+    expect(failed.locator("td.status")).to_have_text("503")
+    expect(failed.locator("td.source")).to_have_text(re.compile(r"^scenario s\d+$"))
+    expect(scenario).to_have_count(0)  # used up: the call after answers as usual
+    test_sets.get_by_role("button", name="Try").click()
+    expect(page.locator("#journal tbody tr").first.locator("td.status")).to_have_text("200")
+
+
+def test_scenarios_are_added_and_removed_with_the_form(page):
+    form = page.locator("#add-scenario")
+    form.locator("select[name=operationId]").select_option("listAgentTestSetCases")
+    expect(form.locator("select[name=status] option")).to_have_text(["no status", "200", "400", "401", "404", "503"])
+    form.locator("select[name=status]").select_option("404")
+    form.locator("input[name=times]").fill("2")
+    form.locator("input[name=latency]").fill("5")
+    form.get_by_role("button", name="Add").click()
+    row = page.locator("#scenarios tbody tr", has_text="listAgentTestSetCases").filter(has_text="404")
+    expect(row.locator("td").nth(2)).to_have_text("status 404, 5 ms")
+    card(page, "listAgentTestSetCases").get_by_role("button", name="Try").click()
+    expect(page.locator("#journal tbody tr").first.locator("td.status")).to_have_text("404")
+    expect(row.locator("td").nth(3)).to_have_text("1")
+    row.get_by_role("button", name="remove").click()
+    expect(row).to_have_count(0)
+    form.locator("select[name=status]").select_option("")
+    form.locator("input[name=latency]").fill("")  # a scenario that does nothing: the control API says why
+    form.get_by_role("button", name="Add").click()
+    expect(form.locator(".problem")).to_have_text("a scenario must do something: give a status, a latency or a break")
+
+
+def test_a_journal_row_in_full_with_authorization_masked(page):
+    card(page, "listTestSets").locator("input[name=url]").fill("/v1/test-sets?limit=2&kind=accuracy")
+    card(page, "listTestSets").get_by_role("button", name="Try").click()
+    page.locator("#journal tbody tr").first.click()
+    detail = page.locator("#detail")
+    expect(detail).to_be_visible()
+    expect(detail.locator("h2")).to_have_text(re.compile(r"^#\d+ listTestSets · fixture · [\d.]+ ms$"))
+    request = detail.locator(".request")
+    expect(request).to_contain_text("GET /v1/test-sets?limit=2&kind=accuracy")
+    expect(request).to_contain_text("authorization: Bearer demo…")
+    expect(request).not_to_contain_text("demo-token")
+    response = detail.locator(".response")
+    expect(response).to_contain_text(re.compile(r"^200\n", re.M))
+    expect(response).to_contain_text('"hasMore": true')  # pretty-printed JSON
+    detail.get_by_role("button", name="close").click()
+    expect(detail).to_be_hidden()
+
+
+def test_the_control_token_is_asked_for_once(browser):
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret") as guarded:
+        page, outside = open_page(browser, guarded.url)
+        page.goto(guarded.url + "/__mock/")
+        dialog = page.locator("#token-dialog")
+        expect(dialog).to_be_visible()
+        dialog.locator("input[name=token]").fill("wrong")
+        dialog.get_by_role("button", name="Use").click()
+        expect(dialog.locator(".problem")).to_have_text("That token was refused.")
+        dialog.locator("input[name=token]").fill("s3cret")
+        dialog.get_by_role("button", name="Use").click()
+        expect(dialog).to_be_hidden()
+        expect(page.locator("#caller")).to_have_value("Bearer demo-token")
+        test_sets = card(page, "listTestSets")
+        test_sets.get_by_role("button", name="Try").click()
+        expect(test_sets.locator("[data-calls]")).to_have_text("1 call")
+        page.reload()  # kept in this browser: not asked again, here or on the docs page
+        expect(card(page, "listTestSets").locator("[data-calls]")).to_have_text("1 call")
+        expect(dialog).to_be_hidden()
+        page.goto(guarded.url + "/__mock/docs")
+        expect(page.locator("#operations-Test_sets-listTestSets")).to_be_visible()
+        expect(dialog).to_be_hidden()
+        page.context.close()
+    assert outside == []
+
+
+def test_swagger_ui_tries_it_out_against_the_mock(browser, server):
+    server.reset()
+    page, outside = open_page(browser, server.url)
+    page.goto(server.url + "/__mock/docs")
+    operation = page.locator("#operations-Agents-listAgentTestSetCases")
+    operation.locator(".opblock-summary-control").click()
+    operation.locator("input[placeholder=projectId]").fill(SAMPLE_PROJECT)
+    operation.locator("button.execute").click()
+    expect(operation.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
+    [entry] = server.requests(operationId="listAgentTestSetCases")
+    assert entry["status"] == 200 and entry["requestHeaders"]["authorization"] == "Bearer demo…"  # preauthorized
+    page.context.close()
+    assert outside == []
+
+
+def test_screenshot(page, server, tmp_path):
+    """The README's picture: a few calls, a scenario, a row opened. Written to $MOCKSERVER_SCREENSHOT if set."""
+    call(server, "/v1/test-sets?limit=2&kind=accuracy")
+    call(server, f"/v1/agents/acme.drafting/test-set/cases?projectId={SAMPLE_PROJECT}&include=retired")
+    card(page, "listTestSets").locator('button[data-fail="503"]').click()
+    card(page, "listTestSets").get_by_role("button", name="Try").click()
+    expect(page.locator("#journal tbody tr")).to_have_count(3)
+    card(page, "listTestSets").locator("details.coverage summary").click()
+    path = Path(os.environ.get("MOCKSERVER_SCREENSHOT") or tmp_path / "dashboard.png")
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+
+
+def test_every_asset_is_the_mocks_own_and_split_descriptions_resolve(write):
+    """Without a browser: the pages load nothing from elsewhere, and a description split over folders is served
+    file by file where its relative `$ref`s point, its servers set to the mock."""
+    write("shared/pets.yaml", """
+        Pet: {type: object, properties: {name: {type: string, nullable: true}}}
+    """)
+    spec = write("api/openapi.yaml", """
+        openapi: 3.0.3
+        info: {title: Split, version: "1"}
+        servers: [{url: "https://pets.example/v2"}]
+        paths:
+          /pets:
+            get:
+              responses:
+                "200": {description: ok, content: {application/json: {schema: {$ref: "../shared/pets.yaml#/Pet"}}}}
+    """)
+    client = create_app(spec).test_client()
+    for page in ("/__mock/", "/__mock/docs"):
+        html = client.get(page).data.decode()
+        assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert assets and all(a.startswith("/__mock/") or a == "data:," for a in assets), assets
+        assert all(client.get(a).status_code == 200 for a in assets if a.startswith("/__mock/") and a != "/__mock/")
+    assert 'data-description="/__mock/docs/description/api/openapi.yaml"' in client.get("/__mock/docs").data.decode()
+    root = body(client.get("/__mock/docs/description/api/openapi.yaml"))
+    assert root["servers"] == [{"url": "/v2", "description": "this mock"}] and root["openapi"] == "3.1.0"
+    shared = body(client.get("/__mock/docs/description/shared/pets.yaml"))
+    assert shared["Pet"]["properties"]["name"]["type"] == ["string", "null"]  # as the mock reads it
+    assert client.get("/__mock/docs/description/../../etc/passwd").status_code == 404
+    assert body(client.get("/__mock/callers")) == {"scheme": None, "kind": None, "header": None, "callers": []}

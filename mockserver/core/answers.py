@@ -24,6 +24,7 @@ from .spec import MediaType, Operation, SpecIndex
 
 
 GENERATED_CACHE_SIZE = 2048
+GENERATION_ATTEMPTS = 8
 
 
 @dataclass
@@ -240,7 +241,12 @@ class Answers:
         if known is not None:
             return known
         try:
-            payload = self.generator.generate(media.schema.node, media.schema.uri, self.rng(key))
+            # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
+            # with the next draw, a few times, before the response check has the last word
+            for attempt in range(GENERATION_ATTEMPTS):
+                payload = self.generator.generate(media.schema.node, media.schema.uri, self.rng(f"{key}|{attempt}"))
+                if media.schema.validator.is_valid(payload):
+                    break
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None

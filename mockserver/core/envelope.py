@@ -103,8 +103,10 @@ class ErrorRenderer:
     def use_description(self, op: Operation, key: str, media_type: str, body: Any) -> None:
         self.description_bodies[(op.id, key)] = (media_type, body)
 
-    def _own(self, status: int, op: Operation | None) -> tuple[str, Any] | None:
-        if op is None or not self.description_bodies:
+    def _own(self, status: int, op: Operation | None, code: str | None = None) -> tuple[str, Any] | None:
+        """The API's own error body for this status, if it takes the place of the envelope; never for the mock's
+        own faults (`mock-…`), whose message is what a person needs to see."""
+        if op is None or not self.description_bodies or (code or "").startswith("mock-"):
             return None
         for key in (str(status), f"{str(status)[0]}XX", "default"):
             if key in op.responses:
@@ -112,7 +114,7 @@ class ErrorRenderer:
         return None
 
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
-        own = self._own(error.status, op)
+        own = self._own(error.status, op, error.code)
         if own is not None:
             return own[1]
         return fill(self.template, {
@@ -124,9 +126,9 @@ class ErrorRenderer:
             "title": HTTPStatus(error.status).phrase if error.status in HTTPStatus._value2member_map_ else "Error",
         })
 
-    def media_type_for(self, status: int, op: Operation | None) -> str:
+    def media_type_for(self, status: int, op: Operation | None, code: str | None = None) -> str:
         """The media type the operation declares for this status when it does, else the envelope's."""
-        own = self._own(status, op)
+        own = self._own(status, op, code)
         if own is not None:
             return own[0]
         response = op.response(status) if op is not None else None

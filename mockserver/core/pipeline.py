@@ -294,7 +294,7 @@ class Pipeline:
 
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
         payload = self.errors.body(error, request_id, op)
-        media_type = self.errors.media_type_for(error.status, op)
+        media_type = self.errors.media_type_for(error.status, op, error.code)
         headers = {**(self.header_values.get((op.id, error.status), {}) if op else {}), **error.headers,
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",

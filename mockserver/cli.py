@@ -32,6 +32,17 @@ def _sources(args: argparse.Namespace) -> tuple[Path, Path | None]:
     return args.spec, args.fixtures
 
 
+def _warn(warnings: list) -> None:
+    """Harmless oddities of a description, said once: how many, and the first few with their place."""
+    if not warnings:
+        return
+    print(f"mockserver: {len(warnings)} warning(s):", file=sys.stderr)
+    for warning in warnings[:20]:
+        print(f"  {warning}", file=sys.stderr)
+    if len(warnings) > 20:
+        print(f"  … and {len(warnings) - 20} more (mockserver validate lists them all)", file=sys.stderr)
+
+
 def _report(exc: LoadError) -> None:
     print(f"mockserver: {len(exc.problems)} problem(s) found:", file=sys.stderr)
     for problem in exc.problems:
@@ -214,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         except LoadError as exc:
             _report(exc)
             return 1
+        _warn(pipeline.warnings)
         count = sum(len(c.items) for c in pipeline.fixtures.collections.values())
         print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
@@ -231,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     except LoadError as exc:
         _report(exc)
         return 2
+    _warn(app.extensions["mockserver"].pipeline.warnings)
     print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     if args.dev:
         app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)

@@ -25,10 +25,18 @@ paths:
 """
 
 
-def test_a_broken_example_becomes_a_mock_contract_violation(write, caplog):
+def test_a_broken_example_is_not_served_unless_asked_for(write):
+    app = create_app(write("spec.yaml", SPEC))
+    warnings = app.extensions["mockserver"].pipeline.warnings
+    assert any("the example 'example' of getThing breaks its schema at /id" in str(w) for w in warnings)
+    response = app.test_client().get("/thing")
+    assert response.status_code == 200 and isinstance(json.loads(response.data)["id"], int)  # generated instead
+
+
+def test_a_broken_example_asked_for_becomes_a_mock_contract_violation(write, caplog):
     app = create_app(write("spec.yaml", SPEC))
     with caplog.at_level(logging.ERROR, logger="mockserver"):
-        response = app.test_client().get("/thing")
+        response = app.test_client().get("/thing", headers={"Prefer": "example=example"})
     assert response.status_code == 500
     problem = body(response)
     assert problem["code"] == "mock-contract-violation"
@@ -39,5 +47,5 @@ def test_a_broken_example_becomes_a_mock_contract_violation(write, caplog):
 
 def test_validation_can_be_turned_off_for_load(write):
     app = create_app(write("spec.yaml", SPEC), validate_responses=False)
-    response = app.test_client().get("/thing")
+    response = app.test_client().get("/thing", headers={"Prefer": "example=example"})
     assert response.status_code == 200 and json.loads(response.data) == {"id": "not-a-number"}

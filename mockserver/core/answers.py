@@ -87,6 +87,8 @@ class Answers:
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: dict[tuple[str, str, str], Answer] = {}
+        self.warnings: list[Problem] = []
+        self._usable = self._check_examples()
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
             if op is None:
@@ -219,6 +221,25 @@ class Answers:
                               dict(answer.headers), answer.origin)
         return None
 
+    def _check_examples(self) -> dict[tuple[str, str], str]:
+        """The first example of each success answer that fits its own schema; one that does not is left out of
+        the answers (said once, as a warning naming its place) and the answer is generated instead. Asked for
+        by name (`Prefer: example=`), it is still served, and the response check says what it breaks."""
+        usable: dict[tuple[str, str], str] = {}
+        for op in self.spec.operations.values():
+            response = op.response(op.success_status)
+            for media in (response.content.values() if response else []):
+                for name, value in media.examples.items():
+                    error = next(iter_errors(media.schema.validator, value), None) if media.schema else None
+                    if error is None:
+                        usable.setdefault((op.id, media.name), name)
+                        continue
+                    file, line, pointer = self.spec.docs.location(media.schema.uri)  # type: ignore[union-attr]
+                    self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
+                                                 f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
+                                                 "served unless asked for", str(error.validator), line))
+        return usable
+
     def from_example(self, op: Operation, media: MediaType | None, name: str | None = None) -> Answer | None:
         status = op.success_status
         if media is None or not media.examples:
@@ -228,7 +249,8 @@ class Answers:
                 raise MockError(400, f"no example {name!r} for {op.id}; it has: " + ", ".join(media.examples),
                                 details={"examples": list(media.examples)})
             return Answer(status, media.examples[name], media.name, "example")
-        return Answer(status, next(iter(media.examples.values())), media.name, "example")
+        usable = self._usable.get((op.id, media.name))
+        return Answer(status, media.examples[usable], media.name, "example") if usable is not None else None
 
     def generated(self, op: Operation, media: MediaType | None, key: str) -> Answer:
         """Data made up from the schema, the same for the same seed and request: so once it has been made and

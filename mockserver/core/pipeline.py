@@ -84,6 +84,7 @@ class Pipeline:
         problems += self._load_scenarios()
         if problems:
             raise LoadError(problems)
+        self.warnings = spec.warnings + self.answers.warnings  # said once, at start-up, by whoever serves
 
     @classmethod
     def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None) -> "Pipeline":

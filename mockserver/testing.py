@@ -10,8 +10,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from .core.errors import MockError
 from .web.app import create_app
 
 
@@ -25,7 +26,8 @@ class MockServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "MockServer":
-        self._server = make_server(self._host, self._port, self.app, threaded=True)
+        self._server = make_server(self._host, self._port, self.app, threaded=True,
+                                   request_handler=_handler(self.app.extensions["mockserver"]))
         self._thread = threading.Thread(target=self._server.serve_forever, name="mockserver", daemon=True)
         self._thread.start()
         return self
@@ -80,6 +82,34 @@ class MockServer:
 
     def reset(self) -> None:
         self.control("POST", "reset")
+
+
+def _handler(wsgi: Any) -> type[WSGIRequestHandler]:
+    """Refusals the HTTP server makes before the app sees the request (a request line over 64 KiB) in the API's
+    envelope too, never the server's HTML page."""
+
+    class Handler(WSGIRequestHandler):
+        def _operation(self, pipeline: Any) -> Any:
+            """The operation the (possibly cut) request line names, so the refusal takes its error shape."""
+            method, _, rest = self.raw_requestline.decode("latin-1").partition(" ")
+            try:
+                return pipeline.router.match(method, rest.split("?")[0].split(" ")[0]).operation
+            except (MockError, ValueError):
+                return None
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            pipeline = wsgi.pipeline
+            response = pipeline.error_response(MockError(code, message or explain or "refused"),
+                                               pipeline.new_request_id(), self._operation(pipeline))
+            self.send_response(code, message)
+            for name, value in {**response.headers, "Content-Type": response.media_type or "application/json",
+                                "Content-Length": str(len(response.body)), "Connection": "close"}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(response.body)
+
+    return Handler
 
 
 class ControlError(Exception):

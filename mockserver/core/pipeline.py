@@ -214,10 +214,10 @@ class Pipeline:
         op: Operation | None = None
         effect: Effect | None = None
         try:
-            self._check_size(request)
             query = _query(request)
             match = self.router.match(request.method, request.path, query)
-            op = match.operation
+            op = match.operation  # known first, so a refusal below takes the operation's own error shape
+            self._check_size(request)
             caller = self.auth.authenticate(op, request)
             valid = self.validators[op.id].validate(request, match.path_params)
             prefer = parse_prefer(request.header("prefer"))

@@ -242,10 +242,21 @@ class RequestValidator:
         for name, raw in fields.items():
             field_kinds, item_kinds = kinds.get(name, (set(), set()))
             if "array" in field_kinds:
-                value[name] = [coerce(v, item_kinds) for v in raw]
+                value[name] = [_form_field(v, item_kinds) for v in raw]
             else:
-                value[name] = coerce(raw[-1], field_kinds)
+                value[name] = _form_field(raw[-1], field_kinds)
         return value
+
+
+def _form_field(raw: str, kinds: set[str]) -> Any:
+    """A form field's text as its schema types it; an object comes as JSON (OpenAPI's default encoding for
+    object properties of a multipart body)."""
+    if "object" in kinds and raw[:1] in ("{", "["):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return coerce(raw, kinds)
 
 
 def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:

@@ -124,8 +124,9 @@ class SpecIndex:
             raise LoadError([Problem(str(path), "", str(exc), "read")]) from None
         root = self.docs.root.data
         self.version = self._check_version(root)
-        if self.version.startswith("3.0"):
-            self.docs.set_transform(openapi30_to_jsonschema)
+        # 3.0's `nullable` is read in 3.1 documents too: some (openai) still write it, meaning it, as schemathesis
+        # and Prism take it; in a true 3.1 document the rewrite finds nothing to do
+        self.docs.set_transform(openapi30_to_jsonschema)
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []  # harmless oddities, said once at start-up
         self._load_all_refs()

@@ -1,0 +1,661 @@
+"""`make bench`: the mock side by side with a bare Flask app, a raw WSGI callable and Prism 5.16 (issue 6).
+
+Loopback only, every load bounded in time: each server is started on a free port, waited for, warmed, measured
+with `wrk -t2 -c16 -d5s --latency` per row, then stopped. Start-up time and peak memory follow for the Kindgi
+description and the largest corpus descriptions (../shared/corpus, when present). Prints both tables and the
+issue's targets, and writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import platform
+import resource
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".venv" / "bin"
+RESULTS = ROOT / "bench" / "results"
+CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS_FILES = ["openai-api.yaml", "digitalocean-public-v2/specification/DigitalOcean-public.v2.yaml",
+                "twilio-api-v2010.json", "discord-http-api.json"]  # the largest; openai is the 3 MB one
+PRISM_VERSION = "5.16.0"
+PRISM_DIR = Path(tempfile.gettempdir()) / "mockserver-bench-prism"
+PRISM_BIN = PRISM_DIR / "node_modules" / ".bin" / "prism"
+HOST = "127.0.0.1"
+WARM_S = 1
+LOAD_S = 5
+STARTUP_TIMEOUT_S = 40.0
+KINDGI_STARTS = 3
+SETTLE_S = 1.0
+TICK = os.sysconf("SC_CLK_TCK")
+BUSY_WARNING = 0.2  # cores used by other processes during a load, above which its figures are flagged
+AUTH = {"Authorization": "Bearer demo-token"}
+FIRST_PAGE = "/v1/test-sets?limit=25"
+PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
+MOCK_FLAGS = ["--workers", "2", "--threads", "8"]
+Command = Callable[[int], list[str]]  # the command line of a server, given its port
+GUNICORN_FLAGS = ["-w", "2", "--threads", "8", "-k", "gthread", "--preload", "--keep-alive", "5"]
+
+
+def log(message: str) -> None:
+    """Progress on stderr, so stdout holds only the tables."""
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    """One wrk measurement."""
+
+    name: str
+    server: str
+    path: str
+    headers: dict[str, str]
+    expected: int
+    status: int | None = None
+    body_bytes: int | None = None
+    rps: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    requests: int | None = None
+    non_2xx: int = 0
+    socket_errors: int = 0
+    other_cpu: float | None = None
+    vs_flask: float | None = None
+    vs_prism_warn: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Startup:
+    """Process start to first answer, and peak memory of the process tree a second later."""
+
+    name: str
+    command: list[str]
+    seconds: float | None = None
+    runs: list[float] = field(default_factory=list)
+    master_mb: float | None = None
+    tree_mb: float | None = None
+    processes: int | None = None
+    other_cpu: float | None = None
+    error: str = ""
+
+
+class ServerError(RuntimeError):
+    """A server exited or stayed silent before answering."""
+
+
+class Server:
+    """A server process in its own session, its output in a log file; `stop` ends the whole process group."""
+
+    def __init__(self, name: str, command: list[str], port: int, workdir: Path,
+                 env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.port = port
+        self.log_path = workdir / f"{re.sub(r'[^A-Za-z0-9]+', '-', name).strip('-')}.log"
+        self._log = self.log_path.open("wb")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_answer(self, path: str, headers: dict[str, str], want_200: bool, timeout: float) -> float:
+        """Seconds from process start to the first response (a 200 when `want_200`), polling every 10 ms."""
+        deadline = self.started + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(self.first_line() or f"exited with status {self.proc.returncode}")
+            try:
+                status, _ = request(self.port, path, headers, timeout=max(0.1, deadline - time.monotonic()))
+                if status == 200 or not want_200:
+                    return time.monotonic() - self.started
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise ServerError(f"no {'200' if want_200 else 'answer'} within {timeout:.0f} s")
+
+    def first_line(self) -> str:
+        """The error's first line in what the server wrote (the exception of a traceback, the first problem of a
+        list of problems), else its last line."""
+        lines = [ln.strip() for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        for i, line in enumerate(lines):
+            if line.startswith("Traceback"):
+                return lines[-1]
+            if re.search(r"error|problem|exception|fail", line, re.I):
+                return line + (" | " + lines[i + 1] if "problem(s)" in line and i + 1 < len(lines) else "")
+        return lines[-1] if lines else ""
+
+    def memory(self) -> tuple[float, float, int]:
+        """Peak RSS (VmHWM) of the main process and summed over its process tree, in MB, and the tree's size."""
+        pids = tree(self.proc.pid)
+        peaks = {pid: vm_hwm_kb(pid) for pid in pids}
+        return round(peaks.get(self.proc.pid, 0) / 1024, 1), round(sum(peaks.values()) / 1024, 1), len(pids)
+
+    def stop(self) -> None:
+        """SIGTERM and wait; SIGKILL whatever is left of the process group."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                log(f"  {self.name}: no exit 15 s after SIGTERM, killing")
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._log.close()
+
+
+def request(port: int, path: str, headers: dict[str, str], timeout: float = 5.0) -> tuple[int, bytes]:
+    """One GET on loopback: status and body, whatever the status."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def tree(pid: int) -> list[int]:
+    """The process and all its descendants (from /proc/<pid>/task/*/children)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for children in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                pending.extend(int(c) for c in children.read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def busy_ticks() -> int:
+    """Clock ticks all CPUs spent running something (user, nice, system, steal) since boot."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[0] + fields[1] + fields[2] + fields[7]
+
+
+def process_ticks(pids: list[int]) -> int:
+    """Clock ticks (user + system) the processes have used."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def own_ticks() -> float:
+    """Clock ticks this process has used."""
+    times = os.times()
+    return (times.user + times.system) * TICK
+
+
+def children_ticks() -> float:
+    """Clock ticks used by this process's finished children (wrk)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * TICK
+
+
+def other_cpu(seconds: float) -> float:
+    """Cores busy over a short idle sample, before anything is started."""
+    before = busy_ticks()
+    time.sleep(seconds)
+    return round((busy_ticks() - before) / TICK / seconds, 2)
+
+
+def vm_hwm_kb(pid: int) -> int:
+    """The peak resident set of a process, in kB (0 when it is gone)."""
+    try:
+        match = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return 0
+    return int(match.group(1)) if match else 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def run(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def ensure_wrk() -> str:
+    """wrk from Debian packages, installed when missing (apt-get update only when the first try fails)."""
+    if shutil.which("wrk") is None:
+        if shutil.which("apt-get") is None:
+            sys.exit("bench: wrk is missing and apt-get is not available: install wrk")
+        log("wrk is missing: apt-get install -y wrk")
+        os.environ.setdefault("DEBIAN_FRONTEND", "noninteractive")
+        if run(["apt-get", "install", "-y", "wrk"], 300).returncode != 0:
+            run(["apt-get", "update"], 300)
+            done = run(["apt-get", "install", "-y", "wrk"], 300)
+            if done.returncode != 0:
+                sys.exit("bench: could not install wrk: " + (done.stderr.strip().splitlines() or ["?"])[-1])
+    return run(["wrk", "-v"], 10).stdout.splitlines()[0].strip()
+
+
+def ensure_prism() -> str:
+    """'' when Prism 5.16 is ready in the scratch folder, else why it is skipped."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        return "npm or node is not installed"
+    package = PRISM_DIR / "node_modules" / "@stoplight" / "prism-cli" / "package.json"
+    if package.exists() and json.loads(package.read_text()).get("version") == PRISM_VERSION:
+        return ""
+    log(f"installing @stoplight/prism-cli@{PRISM_VERSION} in {PRISM_DIR}")
+    PRISM_DIR.mkdir(parents=True, exist_ok=True)
+    if not (PRISM_DIR / "package.json").exists():
+        (PRISM_DIR / "package.json").write_text('{"name": "mockserver-bench-prism", "private": true}\n')
+    try:
+        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", f"@stoplight/prism-cli@{PRISM_VERSION}"],
+                              cwd=PRISM_DIR, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return "npm install took over 300 s"
+    if done.returncode != 0 or not PRISM_BIN.exists():
+        return "npm install failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    return ""
+
+
+def seconds_to_ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4, "h": 3.6e6}[unit]
+
+
+def wrk(port: int, row: Row, seconds: int) -> str:
+    """wrk -t2 -c16 with the row's headers; returns its output."""
+    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency"]
+    for name, value in row.headers.items():
+        command += ["-H", f"{name}: {value}"]
+    return run(command + [f"http://{HOST}:{port}{row.path}"], seconds + 60).stdout
+
+
+def measure(server: Server, row: Row) -> Row:
+    """Probe the row once (status, size), warm it, then load it and parse wrk's figures; the CPU other processes
+    (neither the server nor wrk) used meanwhile tells whether the figures were disturbed."""
+    try:
+        row.status, body = request(server.port, row.path, row.headers)
+    except OSError as exc:
+        row.note = f"no answer: {exc}"
+        return row
+    row.body_bytes = len(body)
+    if row.status != row.expected:
+        row.note = f"expected {row.expected}, got {row.status}: {body[:120]!r}"
+    wrk(server.port, row, WARM_S)
+    pids = tree(server.proc.pid)
+    started, busy, own, children = time.monotonic(), busy_ticks(), process_ticks(pids), children_ticks()
+    out = wrk(server.port, row, LOAD_S)
+    others = busy_ticks() - busy - (process_ticks(pids) - own) - (children_ticks() - children)
+    row.other_cpu = round(max(0.0, others / TICK / (time.monotonic() - started)), 2)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+    done = re.search(r"(\d+) requests in", out)
+    if not (rps and p50 and p99 and done):
+        row.note = (row.note + "; " if row.note else "") + "wrk output not understood: " + out[-200:]
+        return row
+    row.rps, row.p50_ms, row.p99_ms = float(rps.group(1)), seconds_to_ms(p50.group(1)), seconds_to_ms(p99.group(1))
+    row.requests = int(done.group(1))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    row.non_2xx = int(non_2xx.group(1)) if non_2xx else 0
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    row.socket_errors = sum(int(n) for n in errors.groups()) if errors else 0
+    if row.expected == 200 and row.non_2xx:
+        row.note = (row.note + "; " if row.note else "") + f"{row.non_2xx} non-2xx answers under load"
+    log(f"  {row.name}: {row.rps:,.0f} req/s, p50 {row.p50_ms:.2f} ms, p99 {row.p99_ms:.2f} ms, "
+        f"other processes {row.other_cpu} cores")
+    return row
+
+
+class Bench:
+    """Starts and always stops every server; collects rows and start-ups."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.live: list[Server] = []
+        self.rows: list[Row] = []
+        self.startups: list[Startup] = []
+        self.prism_skipped = ""
+        self.corpus_note = ""
+        self.after_load: dict[str, float] = {}
+
+    def start(self, name: str, command: list[str], port: int, env: dict[str, str] | None = None) -> Server:
+        server = Server(name, command, port, self.workdir, env)
+        self.live.append(server)
+        return server
+
+    def stop(self, server: Server) -> None:
+        self.live.remove(server)
+        server.stop()
+
+    def finish(self, server: Server) -> None:
+        """Stop a loaded server, noting the peak RSS of its tree after the loads."""
+        if server.proc.poll() is None:
+            self.after_load[server.name] = round(server.memory()[1])
+        self.stop(server)
+
+    def stop_all(self) -> None:
+        for server in list(self.live):
+            self.stop(server)
+
+    def load(self, name: str, make: Command, rows: list[Row], env: dict[str, str] | None = None) -> None:
+        """Start a server, wait for its first answer to the first page, measure every row, stop it."""
+        port = free_port()
+        command = make(port)
+        log(f"{name}: {' '.join(command)}")
+        server = self.start(name, command, port, env)
+        try:
+            server.wait_answer(FIRST_PAGE, AUTH, want_200=False, timeout=60)
+            for row in rows:
+                self.rows.append(measure(server, row))
+        except ServerError as exc:
+            for row in rows:
+                row.note = f"server did not start: {exc}"
+                self.rows.append(row)
+        finally:
+            self.finish(server)
+
+    def load_mock(self) -> None:
+        """Every mock row at --log-level warning, then the first page at the default info; keeps the first page's
+        body for the baselines."""
+        port = free_port()
+        command = mock_command("--log-level", "warning")(port)
+        log(f"mock: {' '.join(command)}")
+        server = self.start("mock --log-level warning", command, port)
+        try:
+            server.wait_answer(FIRST_PAGE, AUTH, want_200=True, timeout=60)
+            (self.workdir / "first-page.json").write_bytes(request(port, FIRST_PAGE, AUTH)[1])
+            deep, hops = deep_page(port)
+            rows = [
+                Row("mock first page (limit 25)", "mock", FIRST_PAGE, AUTH, 200),
+                Row("mock page of 100", "mock", "/v1/test-sets?limit=100", AUTH, 200),
+                Row(f"mock deep page (page {hops + 1} of 25, cursor)", "mock", deep, AUTH, 200),
+                Row("mock agent cases, filters", "mock", f"/v1/agents/acme.drafting/test-set/cases?projectId="
+                    f"{PROJECT}&kind=correction&include=retired", AUTH, 200),
+                Row("mock 400 (limit=500)", "mock", "/v1/test-sets?limit=500", AUTH, 400),
+                Row("mock 401 (no Authorization)", "mock", "/v1/test-sets", {}, 401),
+                Row("mock Prefer: code=503", "mock", "/v1/test-sets", {**AUTH, "Prefer": "code=503"}, 503),
+                Row("mock Prefer: dynamic=true", "mock", "/v1/test-sets", {**AUTH, "Prefer": "dynamic=true"}, 200),
+            ]
+            for row in rows:
+                self.rows.append(measure(server, row))
+        finally:
+            self.finish(server)
+        self.load("mock --log-level info", mock_command(),
+                  [Row("mock first page, --log-level info", "mock-info", FIRST_PAGE, AUTH, 200)])
+
+    def load_baseline(self, app: str, label: str) -> None:
+        """A baseline under gunicorn answering the mock's first page (written by load_mock) from memory."""
+        env = {"BENCH_PAYLOAD": str(self.workdir / "first-page.json"), "PYTHONPATH": str(ROOT)}
+        self.load(label, gunicorn_command(app), [Row(label, app, FIRST_PAGE, AUTH, 200)], env)
+
+    def load_prism(self) -> None:
+        spec = str(ROOT / "spec" / "kindgi.yaml")
+        for extra, label in ((["-v", "warn"], "-v warn"), ([], "default logging")):
+            self.load(f"Prism {label}", prism_command(spec, *extra),
+                      [Row(f"Prism 5.16 {label}, first page", f"prism {label}", FIRST_PAGE, AUTH, 200)])
+
+    def startup(self, name: str, make: Command, path: str, headers: dict[str, str], want_200: bool,
+                runs: int = 1) -> None:
+        """Start the server `runs` times; the median start-up and the memory of the last run."""
+        log(f"start-up {name}")
+        result = Startup(name, [])
+        for _ in range(runs):
+            port = free_port()
+            result.command = make(port)
+            busy, own = busy_ticks(), own_ticks()
+            server = self.start(name, result.command, port)
+            try:
+                seconds = server.wait_answer(path, headers, want_200, STARTUP_TIMEOUT_S)
+                others = busy_ticks() - busy - process_ticks(tree(server.proc.pid)) - (own_ticks() - own)
+                result.other_cpu = max(result.other_cpu or 0.0, round(max(0.0, others / TICK / seconds), 2))
+                result.runs.append(round(seconds, 3))
+                time.sleep(SETTLE_S)  # every worker up
+                result.master_mb, result.tree_mb, result.processes = server.memory()
+            except ServerError as exc:
+                result.error = f"{exc} (after {time.monotonic() - server.started:.1f} s)"
+                break
+            finally:
+                self.stop(server)
+        if result.runs and not result.error:
+            result.seconds = statistics.median(result.runs)
+        self.startups.append(result)
+
+    def startups_all(self) -> None:
+        spec = str(ROOT / "spec" / "kindgi.yaml")
+        warning = ["--log-level", "warning"]
+        self.startup("Kindgi mock", mock_command(*warning), FIRST_PAGE, AUTH, True, KINDGI_STARTS)
+        if not self.prism_skipped:
+            self.startup("Kindgi Prism -v warn", prism_command(spec, "-v", "warn"), FIRST_PAGE, AUTH, True)
+        if not CORPUS.is_dir():
+            self.corpus_note = f"corpus rows skipped: {CORPUS} is absent"
+            log(self.corpus_note)
+            return
+        for relative in CORPUS_FILES:
+            path = CORPUS / relative
+            if not path.exists():
+                self.corpus_note += f"{relative} is absent; "
+                continue
+            short = relative.split("/")[0]
+            self.startup(f"{short} mock", mock_command("--spec", str(path), *warning), "/", {}, False)
+            if not self.prism_skipped:
+                self.startup(f"{short} Prism -v warn", prism_command(str(path), "-v", "warn"), "/", {}, False)
+
+
+def mock_command(*extra: str) -> Command:
+    return lambda port: [str(BIN / "mockserver"), "serve", "--port", str(port), *MOCK_FLAGS, *extra]
+
+
+def gunicorn_command(app: str) -> Command:
+    return lambda port: [str(BIN / "gunicorn"), *GUNICORN_FLAGS, "-b", f"{HOST}:{port}", f"bench.baselines:{app}"]
+
+
+def prism_command(spec: str, *extra: str) -> Command:
+    return lambda port: [str(PRISM_BIN), "mock", "-h", HOST, "-p", str(port), *extra, spec]
+
+
+def deep_page(port: int, hops: int = 3) -> tuple[str, int]:
+    """The URL of page hops+1 of limit=25, walked by nextCursor, and how many hops were made."""
+    path = FIRST_PAGE
+    for hop in range(hops):
+        status, body = request(port, path, AUTH)
+        cursor = json.loads(body).get("nextCursor") if status == 200 else None
+        if not cursor:
+            return path, hop
+        path = f"{FIRST_PAGE}&cursor={urllib.parse.quote(cursor, safe='')}"
+    return path, hops
+
+
+def add_ratios(rows: list[Row]) -> None:
+    """Ratios to bare Flask (the better of its two runs) for every row; to Prism -v warn for the rows serving the
+    same first page."""
+    flask = max((row.rps for row in rows if row.server == "flask_app" and row.rps), default=None)
+    prism = next((row.rps for row in rows if row.server == "prism -v warn" and row.rps), None)
+    for row in rows:
+        if row.rps and flask:
+            row.vs_flask = round(row.rps / flask, 2)
+        if row.rps and prism and row.path == FIRST_PAGE and row.server != "prism -v warn":
+            row.vs_prism_warn = round(row.rps / prism, 2)
+
+
+def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
+    """Issue 6's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
+    took more than BUSY_WARNING cores during a figure it rests on."""
+    out: list[dict[str, str]] = []
+
+    def verdict(name: str, ok: bool | None, detail: str, basis: list[Row] | list[Startup]) -> None:
+        result = {True: "met", False: "MISSED", None: "not measured"}[ok]
+        if ok is not None and max((b.other_cpu or 0.0 for b in basis), default=0.0) > BUSY_WARNING:
+            result += " (disturbed)"
+        out.append({"target": name, "result": result, "detail": detail})
+
+    mock = [r for r in rows if r.server.startswith("mock") and r.rps is not None]
+    flask = [r for r in rows if r.server == "flask_app"]
+    first = next((r for r in mock if r.server == "mock" and r.path == FIRST_PAGE), None)
+    prism = next((r for r in rows if r.server == "prism -v warn" and r.rps is not None), None)
+    name = "first page >= 0.8x bare Flask"
+    if first is None or first.vs_flask is None:
+        verdict(name, None, "no figure", [])
+    else:
+        verdict(name, first.vs_flask >= 0.8, f"{first.vs_flask}x", [first, *flask])
+    name = "first page > Prism -v warn"
+    first_rps, prism_rps = first.rps if first else None, prism.rps if prism else None
+    if first is None or prism is None or first_rps is None or prism_rps is None:
+        verdict(name, None, "no figure", [])
+    else:
+        verdict(name, first_rps > prism_rps, f"{first_rps:,.0f} vs {prism_rps:,.0f} req/s", [first, prism])
+    others = [r for r in mock if r is not first and r.vs_flask is not None]
+    low = [f"{r.name}: {r.vs_flask}x" for r in others if r.vs_flask is not None and r.vs_flask < 0.6]
+    verdict("every other mock row >= 0.6x bare Flask", not low if others else None,
+            "; ".join(low) or (f"lowest {min(r.vs_flask or 0 for r in others)}x" if others else "no figure"),
+            [*others, *flask])
+    slow = [f"{r.name}: {r.p99_ms} ms" for r in mock if r.p99_ms is not None and r.p99_ms >= 15]
+    verdict("p99 < 15 ms on every mock row", not slow if mock else None,
+            "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms" if mock else "no figure"), mock)
+    kindgi = next((s for s in startups if s.name == "Kindgi mock"), None)
+    if kindgi is None:
+        verdict("Kindgi start-up < 1 s", None, "no figure", [])
+    else:
+        verdict("Kindgi start-up < 1 s", kindgi.seconds is not None and kindgi.seconds < 1,
+                kindgi.error or f"{kindgi.seconds} s (median of {kindgi.runs})", [kindgi])
+    name = "3 MB description start-up faster than Prism's"
+    big_mock = next((s for s in startups if s.name == "openai-api.yaml mock"), None)
+    big_prism = next((s for s in startups if s.name == "openai-api.yaml Prism -v warn"), None)
+    mock_s, prism_s = big_mock.seconds if big_mock else None, big_prism.seconds if big_prism else None
+    if big_mock is not None and mock_s is None:
+        verdict(name, False, f"the mock did not start: {big_mock.error.split(' | ')[0]}", [])
+    elif big_mock is None or big_prism is None or mock_s is None or prism_s is None:
+        verdict(name, None, f"Prism: {big_prism.error}" if big_prism else "corpus or Prism unavailable", [])
+    else:
+        verdict(name, mock_s < prism_s, f"mock {mock_s} s vs Prism {prism_s} s", [big_mock, big_prism])
+    return out
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(headers: list[str], lines: Iterator[list[str]]) -> str:
+    rows = [headers, *lines]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
+    text = ["  ".join(c.ljust(w) if i in (0, len(headers) - 1) else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    return "\n".join([text[0], "-" * max(len(t) for t in text), *text[1:]])
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine(wrk_version: str) -> dict[str, Any]:
+    cpu = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+    commit = run(["git", "rev-parse", "HEAD"], 10).stdout.strip()
+    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"], 10).stdout.strip())
+    node = run(["node", "--version"], 10).stdout.strip() if shutil.which("node") else None
+    return {"nproc": os.cpu_count(), "cpu": cpu.group(1) if cpu else platform.processor(),
+            "python": platform.python_version(), "platform": platform.platform(), "wrk": wrk_version,
+            "node": node, "git_commit": commit, "git_dirty": dirty, "loadavg_at_start": loadavg()}
+
+
+def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]) -> None:
+    """Both tables, the memory after the loads, a warning when other processes took CPU, and the targets."""
+    print(f"\nThroughput: wrk -t2 -c16 -d{LOAD_S}s --latency after {WARM_S} s of warm-up, {info['nproc']} cores, "
+          f"{info['date']}, {info['git_commit'][:10]}{' (dirty)' if info['git_dirty'] else ''}; x Flask: to the "
+          f"better of the two bare Flask runs\n")
+    print(table(["row", "req/s", "p50 ms", "p99 ms", "x Flask", "x Prism warn", "other CPU", "note"], (
+        [r.name, fmt(r.rps, ",.0f"), fmt(r.p50_ms, ".2f"), fmt(r.p99_ms, ".2f"), fmt(r.vs_flask, ".2f"),
+         fmt(r.vs_prism_warn, ".2f"), fmt(r.other_cpu, ".2f"), f"{r.status} {r.body_bytes} B" + (
+             f"; {r.note[:100]}" if r.note else "")] for r in bench.rows)))
+    print(f"\nStart-up (process start to first answer: a 200 on the first page for Kindgi, any status to GET / for "
+          f"the corpus) and peak RSS (VmHWM) {SETTLE_S:.0f} s later\n")
+    print(table(["description / server", "start-up s", "main MB", "tree MB", "procs", "other CPU", "note"], (
+        [s.name, fmt(s.seconds, ".2f"), fmt(s.master_mb, ".0f"), fmt(s.tree_mb, ".0f"), fmt(s.processes, "d"),
+         fmt(s.other_cpu, ".2f"),
+         (s.error[:110] if s.error else (f"runs {s.runs}" if len(s.runs) > 1 else ""))]
+        for s in bench.startups)))
+    if bench.after_load:
+        print("\npeak RSS of the process tree after the loads (MB): "
+              + ", ".join(f"{name} {mb:.0f}" for name, mb in bench.after_load.items()))
+    if bench.prism_skipped:
+        print(f"Prism: skipped ({bench.prism_skipped})")
+    if bench.corpus_note:
+        print(f"note: {bench.corpus_note}")
+    busiest = max([r.other_cpu or 0.0 for r in bench.rows] + [s.other_cpu or 0.0 for s in bench.startups])
+    if max(busiest, info["other_cpu_before"]) > BUSY_WARNING:
+        print(f"\nwarning: other processes kept {info['other_cpu_before']} cores busy just before the bench and up to "
+              f"{busiest} cores during a load or a start-up (column 'other CPU'): those figures are disturbed; run "
+              f"again on a quiet machine")
+    print("\nIssue 6 targets\n")
+    print(table(["target", "result", "detail"], ([g["target"], g["result"], g["detail"][:160]] for g in goals)))
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the servers
+    began = datetime.now(timezone.utc)
+    wrk_version = ensure_wrk()
+    info = machine(wrk_version)
+    info["other_cpu_before"] = other_cpu(1.0)
+    with tempfile.TemporaryDirectory(prefix="mockserver-bench-") as tmp:
+        bench = Bench(Path(tmp))
+        try:
+            bench.prism_skipped = ensure_prism()
+            try:
+                bench.load_mock()
+            except ServerError as exc:
+                sys.exit(f"bench: the mock did not start: {exc}")
+            bench.load_baseline("flask_app", "bare Flask (same payload)")
+            bench.load_baseline("wsgi_app", "raw WSGI (same payload)")
+            if bench.prism_skipped:
+                log(f"Prism: skipped ({bench.prism_skipped})")
+            else:
+                bench.load_prism()
+            bench.load_baseline("flask_app", "bare Flask, second run")  # its best run is the reference
+            bench.startups_all()
+        finally:
+            bench.stop_all()
+    add_ratios(bench.rows)
+    goals = targets(bench.rows, bench.startups)
+    info["loadavg_at_end"] = loadavg()
+    info["date"] = began.isoformat(timespec="seconds")
+    info["duration_s"] = round((datetime.now(timezone.utc) - began).total_seconds(), 1)
+
+    print_report(bench, info, goals)
+
+    result = {"machine": info, "settings": {"wrk": f"-t2 -c16 -d{LOAD_S}s --latency", "warm_s": WARM_S,
+                                            "mock": MOCK_FLAGS, "gunicorn": GUNICORN_FLAGS,
+                                            "startup_timeout_s": STARTUP_TIMEOUT_S},
+              "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
+              "corpus_note": bench.corpus_note or None,
+              "load": [asdict(r) for r in bench.rows], "startup": [asdict(s) for s in bench.startups],
+              "peak_rss_after_load_mb": bench.after_load,
+              "targets": goals}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=2) + "\n"
+    stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}.json"
+    stamped.write_text(text)
+    (RESULTS / "latest.json").write_text(text)
+    print(f"\nwritten: {stamped.relative_to(ROOT)} and bench/results/latest.json ({info['duration_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -104,9 +104,10 @@ class Operation:
 
     @property
     def success_status(self) -> int:
-        """The status a normal answer takes: the lowest declared 2xx (200 for a bare `2XX` or only `default`)."""
-        codes = sorted(int(s) for s in self.responses if s.isdigit() and s.startswith("2"))
-        return codes[0] if codes else 200
+        """The status a normal answer takes: the lowest declared 2xx, else the lowest 3xx (a redirect-only
+        operation), else 200 (for a bare `2XX` or only `default`)."""
+        codes = sorted(int(s) for s in self.responses if s.isdigit() and int(s) < 400)
+        return next((c for c in codes if 200 <= c < 300), codes[0] if codes else 200)  # else a 3xx, as declared
 
     @property
     def declared_statuses(self) -> list[str]:

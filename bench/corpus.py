@@ -94,10 +94,6 @@ OPENAI_KNOWN = (
     Known("status_code_conformance", "Undocumented status code", ("POST /skills", "POST /skills/{skill_id}/versions"),
           "`files` is a required array with no `minItems`; an empty array has no multipart/form-data form, so "
           "Schemathesis sends no `files` part at all and the mock rightly answers 400"),
-    Known("status_code_conformance", "Undocumented status code", ("GET /fine_tuning/jobs",),
-          "`metadata` is a `deepObject` query parameter with 3.0's `nullable: true` in a 3.1 description; "
-          "Schemathesis sends null as `metadata=` (OpenAPI has no form for null there) and the mock rightly answers "
-          "400: '' is not an object"),
 )
 DESCRIPTIONS = [
     Description("openai-api", "openai-api.yaml", 3, BIG_COVERAGE, negative_coverage=False, known=OPENAI_KNOWN,

@@ -320,7 +320,7 @@ def _query(request: MockRequest) -> dict[str, list[str]]:
 
 def serialize(payload: Any, media_type: str | None) -> bytes:
     if payload is None:
-        return b""
+        return b"null" if media_type and "json" in media_type else b""  # JSON's null is a body; no content is not
     if isinstance(payload, bytes):
         return payload
     if media_type and "json" not in media_type and isinstance(payload, str):

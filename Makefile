@@ -42,7 +42,7 @@ soak: install
 bench: install
 	$(BIN)/python bench/run.py
 
-# the published corpus (issue 8), mocked with no fixtures and checked by schemathesis: about 10 minutes on 2 cores;
+# the published corpus (issue 8), mocked with no fixtures and checked by schemathesis: 5-6 minutes on 2 cores;
 # writes bench/results/corpus.json. Skipped (exit 0) when ../shared/corpus is absent.
 corpus: install
 	$(BIN)/python bench/corpus.py $(CORPUS_ARGS)

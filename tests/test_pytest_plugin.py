@@ -73,3 +73,32 @@ def test_a_broken_connection(mock_server, kind):
         with pytest.raises(http.client.IncompleteRead):
             response.read()
     assert mock_server.requests()[-1]["scenarioId"]
+
+
+
+OWN_ERRORS = {
+    "openapi": "3.1.0", "info": {"title": "own errors", "version": "1"},
+    "paths": {"/items/{id}": {"get": {"parameters": [{"name": "id", "in": "path", "required": True,
+                                                      "schema": {"type": "string"}}],
+                                      "responses": {"200": {"description": "ok"}, "4XX": {
+                                          "description": "the API's own error body", "content": {"application/json": {
+                                              "schema": {"type": "object", "required": ["code", "message"],
+                                                         "properties": {"code": {"type": "integer"},
+                                                                        "message": {"type": "string"}}}}}}}}}}}
+
+
+@pytest.mark.parametrize("cut", ["", "%", "%E", "%E2", "%E2%82"])
+def test_a_request_line_over_64_kib_is_refused_in_the_operations_error_shape_wherever_it_is_cut(write, cut):
+    """The test server refuses the line before the app sees it; the answer still takes the operation's own error
+    body (not RFC 7807), even when the 64 KiB cut lands inside a percent-escape or a UTF-8 sequence."""
+    import http.client
+
+    path = "/items/" + "a" * (65537 - len("GET /items/") - len(cut)) + cut + "-rest"  # readline(65537) cuts
+    with MockServer(write("own.json", OWN_ERRORS)) as server:
+        connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=10)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = json.loads(response.read())
+    assert response.status == 414
+    assert response.getheader("Content-Type") == "application/json"
+    assert isinstance(body["code"], int) and isinstance(body["message"], str)  # the 4XX schema, not RFC 7807

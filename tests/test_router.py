@@ -44,3 +44,11 @@ def test_unknown_path_is_404_and_wrong_method_is_405_with_allow():
     with pytest.raises(MockError) as caught:
         ROUTER.match("POST", "/api/Accounts/A.json")
     assert caught.value.status == 405 and caught.value.headers == {"Allow": "GET"}
+
+
+def test_a_literal_segment_matches_its_percent_encoded_spelling():
+    router = Router([op("PUT", "/<upload_url>"), op("GET", "/applications/@me"), op("GET", "/applications/{id}")])
+    assert router.match("PUT", "/%3Cupload_url%3E").operation.path == "/<upload_url>"
+    assert router.match("PUT", "/%3cupload_url%3e").operation.path == "/<upload_url>"
+    assert router.match("GET", "/applications/%40me").operation.path == "/applications/@me"
+    assert router.match("GET", "/applications/%41me").path_params == {"id": "Ame"}  # letters stay literal

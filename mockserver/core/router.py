@@ -10,6 +10,7 @@ from .errors import MockError
 from .spec import Operation
 
 _PARAM = re.compile(r"\{([^{}/]+)\}")
+_UNRESERVED = re.compile(r"[A-Za-z0-9._~/-]")  # never percent-encoded by clients in practice ("/" must not be)
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,11 @@ class Router:
         parts: list[str] = []
         last = 0
         for m in _PARAM.finditer(template):
-            parts.append(re.escape(template[last:m.start()]))
+            parts.append(_literal(template[last:m.start()]))
             names.append(m.group(1))
             parts.append(f"(?P<p{len(names) - 1}>[^/]+)")
             last = m.end()
-        parts.append(re.escape(template[last:]))
+        parts.append(_literal(template[last:]))
         return Route(template, re.compile("".join(parts) + "/?$" if template != "/" else "/$"), tuple(names), operations)
 
     def match(self, method: str, raw_path: str, query: dict[str, list[str]] | None = None) -> Match:
@@ -88,6 +89,19 @@ class Router:
                             details={"path": raw_path, "allowed": sorted(first.operations)},
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
+
+
+def _literal(text: str) -> str:
+    """A literal part of a template as a pattern that also matches its percent-encoded spelling: a client sends
+    `/<upload_url>` as `/%3Cupload_url%3E`, and RFC 3986 makes the two the same path."""
+    return "".join(re.escape(char) if _UNRESERVED.match(char) else
+                   "(?:" + re.escape(char) + "|" + "".join(f"%{_hex(byte)}" for byte in char.encode()) + ")"
+                   for char in text)
+
+
+def _hex(byte: int) -> str:
+    """A byte's two hex digits as a pattern of either case."""
+    return "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{byte:02X}")
 
 
 def _by_query(operations: list[Operation], query: dict[str, list[str]]) -> Operation | None:

@@ -20,6 +20,9 @@ paths:
                 file: {type: string, format: binary}
                 purpose: {type: string, enum: [fine-tune, assistants]}
                 copies: {type: integer, minimum: 1}
+                fidelity:
+                  anyOf: [{type: string, enum: [high, low]}, {type: 'null'}]
+                label: {type: [string, 'null']}
       responses: {'201': {description: ok}}
   /form:
     post:
@@ -61,6 +64,18 @@ def test_multipart(write):
         ("", "required"), ("/copies", "minimum"), ("/purpose", "enum")]
     broken = client.post("/upload", data=b"no parts here", content_type="multipart/form-data")
     assert violations(broken) == [("", "multipart")]
+
+
+def test_a_multipart_null_is_null_where_the_text_null_would_not_do(write):
+    """Clients spell None as the text `null`: a field that may be null reads it as null when the string does not
+    fit (an enum), and keeps the string where a string fits."""
+    client = create_app(write("spec.yaml", SPEC)).test_client()
+    fields = {"file": "x", "purpose": "assistants"}
+    assert client.post("/upload", data={**fields, "fidelity": "null", "label": "null"},
+                       content_type="multipart/form-data").status_code == 201
+    assert client.post("/upload", data={**fields, "fidelity": "high"}, content_type="multipart/form-data").status_code == 201
+    assert [pointer for pointer, _ in violations(client.post("/upload", data={**fields, "fidelity": "medium"},
+                                                             content_type="multipart/form-data"))] == ["/fidelity"]
 
 
 def test_form_urlencoded(write):

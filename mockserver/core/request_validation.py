@@ -226,6 +226,8 @@ class RequestValidator:
                                             "or no parts)"))
                 return None
             value = self._form_value(media, fields)
+            if media.schema is not None and not media.schema.validator.is_valid(value):
+                value = _with_nulls(media, value, self._form_kinds.get(media.name, {}))
         else:
             return request.body
         if media.schema is not None:
@@ -257,6 +259,17 @@ def _form_field(raw: str, kinds: set[str]) -> Any:
         except json.JSONDecodeError:
             return raw
     return coerce(raw, kinds)
+
+
+def _with_nulls(media: MediaType, value: dict[str, Any], kinds: dict[str, tuple[set[str], set[str]]]) -> dict[str, Any]:
+    """A form field whose text is `null` and whose schema allows a string or null is read as a string first; when
+    the body is then invalid, null (a client's spelling of None, as Schemathesis sends it) is tried instead."""
+    ambiguous = [name for name, field in value.items()
+                 if field == "null" and {"null", "string"} <= kinds.get(name, (set(), set()))[0]]
+    if not ambiguous:
+        return value
+    nulled = {**value, **dict.fromkeys(ambiguous)}
+    return nulled if media.schema is not None and media.schema.validator.is_valid(nulled) else value
 
 
 def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:

@@ -21,6 +21,7 @@ from .query import ItemQuery, ListQuery, to_json
 from .rules import Condition, Context, Filter, compile_condition
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
+from .write_only import WriteOnly
 
 
 GENERATED_CACHE_SIZE = 2048
@@ -84,10 +85,12 @@ class Answers:
         self.spec = spec
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
+        self.write_only = WriteOnly(spec.docs.resolve)
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: dict[tuple[str, str, str], Answer] = {}
         self.warnings: list[Problem] = []
+        self._examples: dict[tuple[str, str], dict[str, Any]] = {}  # as served: without `writeOnly` properties
         self._usable = self._check_examples()
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
@@ -224,17 +227,29 @@ class Answers:
     def _check_examples(self) -> dict[tuple[str, str], str]:
         """The first example of each success answer that fits its own schema; one that does not is left out of
         the answers (said once, as a warning naming its place) and the answer is generated instead. Asked for
-        by name (`Prefer: example=`), it is still served, and the response check says what it breaks."""
+        by name (`Prefer: example=`), it is still served, and the response check says what it breaks. Examples
+        lose their `writeOnly` properties, with a warning, as answers must not carry them."""
         usable: dict[tuple[str, str], str] = {}
         for op in self.spec.operations.values():
             response = op.response(op.success_status)
             for media in (response.content.values() if response else []):
+                served = self._examples.setdefault((op.id, media.name), {})
                 for name, value in media.examples.items():
-                    error = next(iter_errors(media.schema.validator, value), None) if media.schema else None
+                    if media.schema is None:
+                        served[name] = value
+                        usable.setdefault((op.id, media.name), name)
+                        continue
+                    value, cut = self.write_only.cut(value, media.schema.node, media.schema.uri)
+                    served[name] = value
+                    file, line, pointer = self.spec.docs.location(media.schema.uri)
+                    if cut:
+                        self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} has writeOnly "
+                                                     f"properties ({', '.join(cut)}); they are not served", "writeOnly",
+                                                     line))
+                    error = next(iter_errors(media.schema.validator, value), None)
                     if error is None:
                         usable.setdefault((op.id, media.name), name)
                         continue
-                    file, line, pointer = self.spec.docs.location(media.schema.uri)  # type: ignore[union-attr]
                     self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
                                                  f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
                                                  "served unless asked for", str(error.validator), line))
@@ -248,9 +263,10 @@ class Answers:
             if name not in media.examples:
                 raise MockError(400, f"no example {name!r} for {op.id}; it has: " + ", ".join(media.examples),
                                 details={"examples": list(media.examples)})
-            return Answer(status, media.examples[name], media.name, "example")
+            return Answer(status, self._examples[(op.id, media.name)][name], media.name, "example")
         usable = self._usable.get((op.id, media.name))
-        return Answer(status, media.examples[usable], media.name, "example") if usable is not None else None
+        return Answer(status, self._examples[(op.id, media.name)][usable], media.name, "example") \
+            if usable is not None else None
 
     def generated(self, op: Operation, media: MediaType | None, key: str) -> Answer:
         """Data made up from the schema, the same for the same seed and request: so once it has been made and
@@ -266,7 +282,9 @@ class Answers:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
             for attempt in range(GENERATION_ATTEMPTS):
-                payload = self.generator.generate(media.schema.node, media.schema.uri, self.rng(f"{key}|{attempt}"))
+                payload, _ = self.write_only.cut(
+                    self.generator.generate(media.schema.node, media.schema.uri, self.rng(f"{key}|{attempt}")),
+                    media.schema.node, media.schema.uri)
                 if media.schema.validator.is_valid(payload):
                     break
         except GenerationError as exc:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
+from jsonschema._keywords import required as _required
 from jsonschema.exceptions import ValidationError, best_match
+from referencing.exceptions import Unresolvable
 from referencing import Registry, Resource
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing.jsonschema import DRAFT202012
@@ -67,10 +69,47 @@ class SchemaCompiler:
     def _retrieve(self, uri: str) -> Resource:
         return _resource(self._docs.document(uri).data)
 
-    def validator(self, uri: str) -> Draft202012Validator:
+    def validator(self, uri: str, *, response: bool = False) -> Draft202012Validator:
+        """A validator for the schema at `uri`; for a response, with OpenAPI's `writeOnly` rules."""
         schema = {"$ref": uri}
         resolver = self._registry.resolver_with_root(DRAFT202012.create_resource(schema))
-        return Draft202012Validator(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)  # type: ignore[call-arg]
+        kind = ResponseValidator if response else Draft202012Validator
+        return kind(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)  # type: ignore[no-any-return]
+
+
+def _write_only(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if value is True:
+        yield ValidationError("a writeOnly value must not be in a response")
+
+
+def _required_unless_write_only(validator: Any, required: Any, instance: Any,
+                                schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """`required`, except for the properties declared `writeOnly` beside it: a response leaves them out."""
+    if isinstance(required, list) and isinstance(instance, dict):
+        properties = schema.get("properties") or {}
+        required = [name for name in required if name in instance or not _declared_write_only(validator,
+                                                                                             properties.get(name))]
+    yield from _required(validator, required, instance, schema)
+
+
+def _declared_write_only(validator: Any, node: Any) -> bool:
+    for _ in range(8):  # a chain of `$ref`s
+        if not isinstance(node, dict):
+            return False
+        if node.get("writeOnly") is True:
+            return True
+        if not isinstance(node.get("$ref"), str):
+            return False
+        try:
+            node = validator._resolver.lookup(node["$ref"]).contents
+        except Unresolvable:
+            return False
+    return False
+
+
+# OpenAPI: a `writeOnly` property is sent in requests only, so a response neither holds nor requires it
+ResponseValidator = validators.extend(Draft202012Validator, {"writeOnly": _write_only,
+                                                             "required": _required_unless_write_only})
 
 
 def _resource(contents: Any) -> Resource:

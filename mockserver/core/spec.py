@@ -185,10 +185,10 @@ class SpecIndex:
         file, line, pointer = self.docs.location(uri)
         self.problems.append(Problem(file, pointer, message, rule, line))
 
-    def _schema(self, node: Any, uri: str) -> Schema | None:
+    def _schema(self, node: Any, uri: str, *, response: bool = False) -> Schema | None:
         if node is None:
             return None
-        return Schema(node, uri, self.schemas.validator(uri))
+        return Schema(node, uri, self.schemas.validator(uri, response=response))
 
     def _index_paths(self, root: dict[str, Any]) -> None:
         paths = root.get("paths") or {}
@@ -271,7 +271,7 @@ class SpecIndex:
             json_content=json_content,
         )
 
-    def _media_types(self, content: Any, uri: str) -> dict[str, MediaType]:
+    def _media_types(self, content: Any, uri: str, *, response: bool = False) -> dict[str, MediaType]:
         result: dict[str, MediaType] = {}
         for name, raw in (content or {}).items():
             media_uri = pointer_uri(uri, name)
@@ -283,8 +283,8 @@ class SpecIndex:
                 ex, _ = self.docs.deref(ex, pointer_uri(media_uri, "examples", ex_name))
                 if isinstance(ex, dict) and "value" in ex:
                     examples[str(ex_name)] = ex["value"]
-            result[str(name)] = MediaType(str(name), self._schema(node.get("schema"), pointer_uri(media_uri, "schema")),
-                                          examples)
+            schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
+            result[str(name)] = MediaType(str(name), schema, examples)
         return result
 
     def _request_body(self, raw: Any, uri: str) -> RequestBody | None:
@@ -307,7 +307,7 @@ class SpecIndex:
             examples = _examples(header) + (_examples(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
             headers[str(name)] = Header(str(name), bool(header.get("required")), schema, kinds, examples)
         return Response(status, str(node.get("description", "")), headers,
-                        self._media_types(node.get("content"), pointer_uri(uri, "content")), uri)
+                        self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)
 
 
 def _examples(node: Any) -> list[Any]:

@@ -82,3 +82,49 @@ components:
     for seed in range(5):
         response = client.get(f"/tree?seed={seed}")
         assert response.status_code == 200 and "name" in body(response)
+
+
+def test_properties_written_as_a_ref_to_a_mapping_are_those_properties(write):
+    """`properties: {$ref: …}` (DigitalOcean writes it) is read as the mapping it points to, with a warning that
+    names the place; a real property named `properties` is left alone."""
+    write("models/attributes.yml", "droplets:\n  droplet_ids:\n    type: array\n    items: {$ref: 'ids.yml#/id'}\n")
+    write("models/ids.yml", "id: {type: integer}\n")
+    app = create_app(write("spec.yaml", HEAD + """\
+paths:
+  /droplets:
+    delete:
+      operationId: removeDroplets
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              required: [droplet_ids]
+              properties:
+                $ref: 'models/attributes.yml#/droplets'
+      responses: {'204': {description: removed}}
+  /settings:
+    put:
+      operationId: putSettings
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                properties: {$ref: '#/components/schemas/Props'}
+      responses: {'204': {description: saved}}
+components:
+  schemas:
+    Props: {type: object, properties: {a: {type: string}}}
+"""))
+    client = app.test_client()
+    assert client.delete("/droplets", json={"droplet_ids": [1, 2]}).status_code == 204
+    refused = client.delete("/droplets", json={"droplet_ids": ["x"]})
+    assert refused.status_code == 400
+    assert [v["pointer"] for v in body(refused)["details"]["violations"]] == ["/droplet_ids/0"]
+    assert client.put("/settings", json={"properties": {"a": "b"}}).status_code == 204
+    assert client.put("/settings", json={"properties": {"a": 1}}).status_code == 400
+    warnings = [w for w in app.extensions["mockserver"].pipeline.warnings if w.rule == "properties-ref"]
+    assert [(w.pointer, w.line) for w in warnings] == [
+        ("/paths/~1droplets/delete/requestBody/content/application~1json/schema/properties/$ref", 14)]

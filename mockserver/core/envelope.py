@@ -3,8 +3,9 @@ template; RFC 7807 problem+json when the API declares none. The code of a status
 the description (the first example of that response), so `404` is `agent-not-found` where the API says so."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .errors import MockError
 from .spec import Operation, SpecIndex
@@ -65,6 +66,40 @@ def _dig(value: Any, path: list[Any]) -> Any:
     return value
 
 
+_MAX_MESSAGE = 1000  # characters of a message put in an API's own error body; any text this long must fit there
+_PROBE = "m" * _MAX_MESSAGE
+_MESSAGE_KEYS = ("message", "detail", "error_description", "error_message", "description", "msg", "error")
+
+
+@dataclass(frozen=True)
+class OwnBody:
+    """An API's own error body, and where its message goes (None: it is served as it is)."""
+
+    media_type: str
+    body: Any
+    message_path: list[str] | None
+
+
+def _message_paths(body: Any, depth: int = 0) -> Iterator[list[str]]:
+    """Strings in an error body that may hold its message, most likely first: `{"message": …}`, then one level
+    down (`{"error": {"message": …}}`)."""
+    if not isinstance(body, dict) or depth > 1:
+        return
+    for key in _MESSAGE_KEYS:
+        if isinstance(body.get(key), str):
+            yield [key]
+    for key, sub in body.items():
+        for path in _message_paths(sub, depth + 1):
+            yield [key, *path]
+
+
+def _put(value: Any, path: list[str], text: str) -> Any:
+    """A copy of `value` with `text` at `path`; what is not on the path is shared."""
+    if not path:
+        return text
+    return {**value, path[0]: _put(value[path[0]], path[1:], text)}
+
+
 def slug(status: int) -> str:
     try:
         return HTTPStatus(status).phrase.lower().replace(" ", "-").replace("'", "")
@@ -80,8 +115,8 @@ class ErrorRenderer:
                                        else "application/problem+json")
         self.codes = {int(k): v for k, v in (settings.get("codes") or {}).items()}
         code_path = _path_to(self.template, "{{code}}")
-        # (operation, response key) -> (media type, body): the API's own error body, where the envelope cannot fit
-        self.description_bodies: dict[tuple[str, str], tuple[str, Any]] = {}
+        # (operation, response key) -> the API's own error body, where the envelope cannot fit
+        self.description_bodies: dict[tuple[str, str], OwnBody] = {}
         self.declared: dict[tuple[str, int], str] = {}
         for op in spec.operations.values():
             for status, response in op.responses.items():
@@ -100,10 +135,13 @@ class ErrorRenderer:
             return self.declared[(op.id, status)]
         return self.codes.get(status) or slug(status)
 
-    def use_description(self, op: Operation, key: str, media_type: str, body: Any) -> None:
-        self.description_bodies[(op.id, key)] = (media_type, body)
+    def use_description(self, op: Operation, key: str, media_type: str, body: Any, fits: Callable[[Any], bool]) -> None:
+        """Answer this response's errors with `body`; where one of its strings reads as the message (`message`,
+        `detail`, …) and the schema (`fits`) takes any text there, the mock's own message goes in it."""
+        path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
+        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path)
 
-    def _own(self, status: int, op: Operation | None, code: str | None = None) -> tuple[str, Any] | None:
+    def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
         """The API's own error body for this status, if it takes the place of the envelope; never for the mock's
         own faults (`mock-…`), whose message is what a person needs to see."""
         if op is None or not self.description_bodies or (code or "").startswith("mock-"):
@@ -116,7 +154,10 @@ class ErrorRenderer:
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
         own = self._own(error.status, op, error.code)
         if own is not None:
-            return own[1]
+            if own.message_path is None:
+                return own.body
+            message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"
+            return _put(own.body, own.message_path, message)
         return fill(self.template, {
             "code": error.code or self.code(error.status, op),
             "message": error.message,
@@ -130,7 +171,7 @@ class ErrorRenderer:
         """The media type the operation declares for this status when it does, else the envelope's."""
         own = self._own(status, op, code)
         if own is not None:
-            return own[0]
+            return own.media_type
         response = op.response(status) if op is not None else None
         if response is not None and response.content and self.media_type not in response.content:
             return next(iter(response.content))

@@ -188,7 +188,7 @@ class Pipeline:
                 if body is None:
                     rng = self.answers.rng(f"{op.id}|{key}|error")
                     body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng)
-                self.errors.use_description(op, key, media.name, body)
+                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid)
         return problems
 
     # -- request path --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urljoin, urlparse
 
 from jsonschema import Draft202012Validator
 
-from .documents import DocumentSet, RefError, pointer_join
+from .documents import Document, DocumentSet, RefError, pointer_join
 from .errors import LoadError, Problem
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
 
@@ -175,11 +175,25 @@ class SpecIndex:
                                                      "none; it is left as it is", "$ref-ignored"))
                     continue
                 try:
-                    self.docs.resolve(ref, doc.uri + "#" + pointer)
+                    target, target_uri = self.docs.resolve(ref, doc.uri + "#" + pointer)
                 except (RefError, LoadError) as exc:
                     problems = exc.problems if isinstance(exc, LoadError) else [
                         doc.problem(pointer + "/$ref", f"unresolved $ref {ref!r}: {exc}", "$ref")]
                     self.problems.extend(problems)
+                    continue
+                if pointer.endswith("/properties") and _is_property_map(target):
+                    self._properties_by_ref(doc, pointer, ref, target, target_uri)
+
+    def _properties_by_ref(self, doc: Document, pointer: str, ref: str, target: dict[str, Any], target_uri: str) -> None:
+        """`properties: {$ref: …}` makes, by the letter of JSON Schema, a property named `$ref` whose schema is a
+        string (no validator can use it); its author meant the mapping of properties the `$ref` points to, and
+        Prism reads it so. Each of those properties becomes a `$ref` to its place, so refs inside stay relative
+        to their own file."""
+        parent = self.docs.lookup(doc.uri + "#" + pointer[:-len("/properties")])
+        parent["properties"] = {name: {"$ref": pointer_uri(target_uri, name)} for name in target}
+        self.warnings.append(doc.problem(pointer + "/$ref", f"`properties` is a $ref ({ref!r}) to a mapping of "
+                                         "properties, not a property named `$ref`: read as those properties "
+                                         f"({', '.join(target)}), as Prism does", "properties-ref"))
 
     def _problem(self, uri: str, message: str, rule: str) -> None:
         file, line, pointer = self.docs.location(uri)
@@ -326,6 +340,18 @@ def _examples(node: Any) -> list[Any]:
 def pointer_uri(uri: str, *tokens: Any) -> str:
     base, _, fragment = uri.partition("#")
     return base + "#" + pointer_join(fragment, *tokens)
+
+
+_SUBSCHEMA_KEYWORDS = {"properties", "patternProperties", "additionalProperties", "items", "prefixItems", "not",
+                       "if", "then", "else", "$defs", "definitions", "dependentSchemas", "propertyNames", "contains",
+                       "unevaluatedProperties", "unevaluatedItems", "discriminator", "xml", "externalDocs", "example",
+                       "default", "const", "contentSchema"}
+
+
+def _is_property_map(node: Any) -> bool:
+    """A mapping of names to schemas rather than a schema: every value a mapping, no key a schema keyword."""
+    return (isinstance(node, dict) and bool(node) and all(isinstance(v, dict) for v in node.values())
+            and not _SUBSCHEMA_KEYWORDS & node.keys())
 
 
 def _refs(node: Any, pointer: str) -> list[tuple[str, str]]:

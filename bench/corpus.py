@@ -8,7 +8,6 @@ the growth of the process' peak RSS (`ru_maxrss`) across `create_app`. tests/tes
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import multiprocessing
@@ -16,25 +15,18 @@ import re
 import resource
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 from schemathesis import Case, Response
 from schemathesis.core.failures import Failure
-from schemathesis.engine import events, from_schema
 from schemathesis.generation import GenerationMode
-from schemathesis.generation.meta import TestPhase
 from schemathesis.openapi.checks import UndefinedStatusCode
-from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from mockserver.contract.runner import Finding, RunResult, _fold
-from mockserver.contract.schema import load_contract
-from mockserver.core.documents import DocumentSet
-from mockserver.core.spec import HTTP_METHODS, SpecIndex
+from mockserver.contract import Finding, Options, run
+from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
 from mockserver.web.app import MOCK_KEY
 
@@ -45,7 +37,6 @@ CHECKS = ["not_a_server_error", "status_code_conformance", "content_type_conform
           "response_schema_conformance", "response_headers_conformance"]
 PHASES = ["examples", "coverage", "fuzzing"]
 SEED = 8  # the issue's number: the same requests on every run, unless --seed says otherwise
-TOKEN = "corpus-token"  # any well-formed credential is a caller of a mock without fixtures
 REQUEST_TIMEOUT_S = 30.0
 JOBS = 2
 SHOWN_CHARS = 600  # of what a finding expected, got and the curl that repeats it, in corpus.json
@@ -145,29 +136,6 @@ class Outcome:
         return [f for f in self.findings if not any(known.explains(f) for known in description.known)]
 
 
-def credentials(spec: SpecIndex) -> dict[str, str]:
-    """Headers that satisfy the first security requirement of every operation (operations may differ: tictactoe's
-    reads take an API key, its writes a bearer token): an API key's own header (or a cookie), `Basic` for HTTP
-    basic, else `Bearer` (bearer, OAuth 2, OpenID Connect). An API key in the query needs no header: Schemathesis
-    generates one. Where two schemes want the same header, the first operation's wins."""
-    headers: dict[str, str] = {}
-    for op in spec.operations.values():
-        for name in op.security[0] if op.security else {}:
-            for header, value in _credential(spec.security_schemes.get(name) or {}).items():
-                headers.setdefault(header, value)
-    return headers
-
-
-def _credential(scheme: dict[str, Any]) -> dict[str, str]:
-    kind, where = str(scheme.get("type", "")).lower(), scheme.get("in")
-    if kind == "apikey":
-        name = str(scheme.get("name"))
-        return {} if where == "query" else {"Cookie": f"{name}={TOKEN}"} if where == "cookie" else {name: TOKEN}
-    if kind == "http" and str(scheme.get("scheme", "")).lower() == "basic":
-        return {"Authorization": "Basic " + base64.b64encode(f"{TOKEN}:secret".encode()).decode()}
-    return {"Authorization": f"Bearer {TOKEN}"}
-
-
 def keep_failure(context: Any, failure: Failure, case: Case, response: Response) -> bool:
     """Schemathesis `filter_failure` hook: keep every failure but an undocumented 4xx that answers a request made
     invalid on purpose (negative data). Rejecting it is right; which 4xx says so is the description's to document,
@@ -176,45 +144,11 @@ def keep_failure(context: Any, failure: Failure, case: Case, response: Response)
                 and case.meta is not None and case.meta.generation.mode is GenerationMode.NEGATIVE)
 
 
-def inline_operations(raw: dict[str, Any], path: Path) -> None:
-    """Put in place each operation kept in a file of its own (`get: {$ref: …}`: OpenAPI allows no `$ref` there, but
-    digitalocean writes all 659 so), its references made absolute so they resolve as before. Schemathesis reads
-    such an operation as one with no parameters and no responses."""
-    docs = DocumentSet(path)  # untransformed: what Schemathesis reads is the description as written
-    for item in (raw.get("paths") or {}).values():
-        for method, node in item.items() if isinstance(item, dict) else ():
-            if method in HTTP_METHODS and isinstance(node, dict) and isinstance(node.get("$ref"), str):
-                target, uri = docs.resolve(node["$ref"], docs.root.uri)
-                item[method] = _absolute_refs(target, uri)
-
-
-def _absolute_refs(node: Any, base: str) -> Any:
-    if isinstance(node, dict):
-        return {key: urljoin(base, value) if key == "$ref" and isinstance(value, str) else _absolute_refs(value, base)
-                for key, value in node.items()}
-    if isinstance(node, list):
-        return [_absolute_refs(value, base) for value in node]
-    return node
-
-
-class CoverageCap:
-    """Schemathesis `filter_case` hook: lets through the coverage phase's first `cap` requests per operation."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.seen: Counter[str] = Counter()
-
-    def __call__(self, context: Any, case: Case) -> bool:
-        if case.meta is None or case.meta.phase.name is not TestPhase.COVERAGE:
-            return True
-        self.seen[case.operation.label] += 1
-        return self.seen[case.operation.label] <= self.cap
-
-
 def check(description: Description, max_examples: int | None = None, seed: int = SEED,
           sample: int | None = None) -> Outcome:
-    """Serve the description on a free port, run Schemathesis against it, fold what it found. `sample`: check only
-    that many operations: those with a known failure, then others spread evenly over the description."""
+    """Serve the description on a free port, run the contract against it with the corpus' phases and checks, and
+    say what it found. `sample`: check only that many operations: those with a known failure, then others spread
+    evenly over the description."""
     max_examples = max_examples or description.max_examples
     started = time.monotonic()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -222,59 +156,28 @@ def check(description: Description, max_examples: int | None = None, seed: int =
     startup = time.monotonic() - started
     memory = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     spec = server.app.extensions[MOCK_KEY].pipeline.spec
-    result = RunResult(description.name, seed, max_examples, {})
-    rejected = 0
-    server.start()
-    try:
-        schema, declared = _schema(description, spec, server.url + spec.base_path, sample)
-        _configure(schema, description, max_examples, seed)
-        for event in from_schema(schema).execute():
-            _fold(result, event, server.url)
-            if isinstance(event, events.ScenarioFinished):
-                rejected += sum(event.recorder.filtered_failures.values())
-    finally:
-        server.stop()
-    failures: Counter[str] = Counter()
-    for op in result.operations.values():
-        failures.update(op.failed)
-    return Outcome(description.name, declared, len(spec.operations), len(result.operations), result.requests,
-                   dict(failures), rejected, result.errors, round(startup, 2), round(memory, 1),
-                   round(time.monotonic() - started, 1), max_examples,
-                   [finding for op in result.operations.values() for finding in op.findings.values()])
+    # every call carries credentials (no security parameters of Schemathesis' own): without them a request is a
+    # 401, which most descriptions leave undocumented
+    options = Options(description.path, None, max_examples=max_examples, seed=seed,
+                      operations=_sample(description, spec, sample), skip=list(description.unchecked), phases=PHASES,
+                      checks=CHECKS, coverage_cap=description.coverage_cap,
+                      negative_coverage=description.negative_coverage, security_parameters=False,
+                      request_timeout=REQUEST_TIMEOUT_S, filter_failure=keep_failure)
+    result = run(options, mock=server)
+    return Outcome(description.name, result.declared, len(spec.operations), len(result.operations), result.requests,
+                   dict(result.failures()), result.filtered, result.errors, round(startup, 2), round(memory, 1),
+                   round(time.monotonic() - started, 1), max_examples, result.findings())
 
 
-def _schema(description: Description, spec: SpecIndex, base_url: str, sample: int | None) -> tuple[OpenApiSchema, int]:
-    """The description as Schemathesis reads it, calling `base_url` with credentials, and how many operations it
-    has; without those it cannot check, and only a sample of the rest when asked."""
-    schema = load_contract(description.path, None, headers=credentials(spec)).schema
-    inline_operations(schema.raw_schema, description.path)
-    schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
-    declared = sum(1 for _ in schema.get_all_operations())
-    for label_regex in description.unchecked:
-        schema = schema.exclude(name_regex=label_regex)
-    if sample:
-        # by label: Schemathesis does not see the operationId of an operation kept in its own file (digitalocean)
-        labels = sorted(label for label in (f"{op.method} {op.path}" for op in spec.operations.values())
-                        if not any(re.search(regex, label) for regex in description.unchecked))
-        shown = [label for known in description.known for label in known.operations]
-        chosen = list(dict.fromkeys([*shown, *labels[::max(1, len(labels) // sample)]]))
-        schema = schema.include(name=chosen[:max(sample, len(shown))])
-    return schema, declared
-
-
-def _configure(schema: OpenApiSchema, description: Description, max_examples: int, seed: int) -> None:
-    """Three phases, five checks, the same requests for the same seed; see `keep_failure` and `CoverageCap`."""
-    schema.hook("filter_failure")(keep_failure)
-    if description.coverage_cap:
-        schema.hook("filter_case")(CoverageCap(description.coverage_cap))
-    schema.config.update(continue_on_failure=True, request_timeout=REQUEST_TIMEOUT_S)
-    schema.config.seed = seed
-    # every call carries credentials: without them a request is a 401, which most descriptions leave undocumented
-    schema.config.generation.update(max_examples=max_examples, database="none", with_security_parameters=False)
-    if not description.negative_coverage:
-        schema.config.phases.coverage.generation.update(modes=[GenerationMode.POSITIVE])
-    schema.config.phases.update(phases=PHASES)
-    schema.config.checks.update(included_check_names=CHECKS)
+def _sample(description: Description, spec: SpecIndex, sample: int | None) -> list[str]:
+    """The operations to check (all when no `sample`), by operationId: those with a known failure first."""
+    if not sample:
+        return []
+    ids = {f"{op.method} {op.path}": op.id for op in spec.operations.values()}
+    labels = sorted(label for label in ids if not any(re.search(regex, label) for regex in description.unchecked))
+    shown = [label for known in description.known for label in known.operations]
+    chosen = list(dict.fromkeys([*shown, *labels[::max(1, len(labels) // sample)]]))
+    return [ids.get(label, label) for label in chosen[:max(sample, len(shown))]]
 
 
 def by_name(name: str) -> Description:

@@ -56,6 +56,13 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def _basic(text: str) -> tuple[str, str]:
+    user, colon, password = text.partition(":")
+    if not colon or not user:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'user:password'")
+    return user, password
+
+
 def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Exit 0 when every check passed, 1 on failures, 2 when the description, fixtures or options are unusable."""
     import logging
@@ -63,7 +70,8 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     from . import contract
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the in-process mock: no line per request
-    options = contract.Options(spec, fixtures, url=args.url, token=args.token, headers=dict(args.header),
+    options = contract.Options(spec, fixtures, url=args.url, token=args.token, basic=args.basic,
+                               headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation)
     try:
@@ -178,9 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     contract = commands.add_parser("contract", help="check a server (or the mock, in-process) against the description")
     _add_sources(contract)
     contract.add_argument("--url", help="base URL of the server to check, with the description's base path "
-                                        "(default: the mock, in-process, with strict auth)")
-    contract.add_argument("--token", help="bearer token sent with every call (default in-process: the first usable "
-                                          "token of the fixtures)")
+                                        "(default: the mock, in-process; with strict auth when the fixtures declare a "
+                                        "token)")
+    contract.add_argument("--token", help="token for the operations that take a bearer token, OAuth 2, OpenID Connect "
+                                          "or an API key, sent where each one's security scheme wants it (default "
+                                          "in-process: the first usable token of the fixtures)")
+    contract.add_argument("--basic", type=_basic, metavar="USER:PASSWORD",
+                          help="HTTP basic credentials for the operations that take them (default in-process: the "
+                               "token as the user)")
     contract.add_argument("--header", action="append", default=[], type=_header, metavar="'NAME: VALUE'",
                           help="another header sent with every call (repeatable)")
     contract.add_argument("--max-examples", type=int, default=None, help="generated examples per operation and phase "
@@ -188,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--seed", type=int, help="repeat a run: the same seed sends the same requests")
     contract.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
     contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
-                          help="check only these operationIds")
+                          help="check only these operations, by operationId or as 'GET /path'")
 
     coverage = commands.add_parser("coverage", help="what a client's calls exercised of the description, read from "
                                                     "a running mock")

@@ -3,6 +3,7 @@ rule at a time, it fails and names the check that caught the break. The broken s
 (tests/data/contract) behind a small WSGI wrapper that breaks exactly one thing, served on a free port."""
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
@@ -19,24 +20,29 @@ from werkzeug.serving import make_server
 from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
 from mockserver import create_app
 from mockserver.cli import main
+from mockserver.contract import load_contract
 from mockserver.contract.examples import caller_for, derive
 from mockserver.core.pipeline import Pipeline
 from mockserver.testing import MockServer
 
-NOTES = Path(__file__).resolve().parent / "data" / "contract"
+DATA = Path(__file__).resolve().parent / "data"
+NOTES = DATA / "contract"
+VAULT = DATA / "credentials"  # basic auth, an API key in the query and a bearer token, one per operation
+VAULT_ARGS = ["--spec", str(VAULT / "openapi.yaml"), "--fixtures", str(VAULT / "fixtures"), "--token", "vault-key",
+              "--basic", "vault-key:any-password"]
 NOTES_ARGS = ["--spec", str(NOTES / "notes.yaml"), "--fixtures", str(NOTES / "fixtures"), "--token", "reader"]
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Any]
 Rewrite = Callable[[str, list[tuple[str, str]], bytes], tuple[str, list[tuple[str, str]], bytes]]
 
 
 @contextmanager
-def serving(app: Wsgi) -> Iterator[str]:
+def serving(app: Wsgi, base_path: str = "/api") -> Iterator[str]:
     """The app on a free port, in a thread; yields its base URL (with the description's base path)."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}/api"
+        yield f"http://127.0.0.1:{server.server_port}{base_path}"
     finally:
         server.shutdown()
         server.server_close()
@@ -48,7 +54,11 @@ def notes_mock() -> Wsgi:
 
 def on_request(change: Callable[[dict[str, Any]], None]) -> Wsgi:
     """The Notes mock, seeing each request after `change` edited its WSGI environ."""
-    inner = notes_mock()
+    return on_request_of(notes_mock(), change)
+
+
+def on_request_of(inner: Wsgi, change: Callable[[dict[str, Any]], None]) -> Wsgi:
+    """`inner`, seeing each request after `change` edited its WSGI environ."""
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         change(environ)
@@ -253,3 +263,97 @@ def test_usage_problems_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (broken / "x.yaml").write_text("operations:\n  listTestSets: {nope: 1}\n")
     assert main(["contract", "--spec", str(KINDGI_SPEC), "--fixtures", str(broken)]) == 2
     assert "problem(s) found" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["contract", "--basic", "no-colon"])
+    assert exited.value.code == 2 and "is not 'user:password'" in capsys.readouterr().err
+
+
+def vault_mock() -> Wsgi:
+    return create_app(VAULT / "openapi.yaml", VAULT / "fixtures", strict_auth=True)
+
+
+def vault_contract(url: str) -> int:
+    return main(["contract", "--url", url, *VAULT_ARGS, "--max-examples", "5", "--seed", "1"])
+
+
+def basic_everywhere() -> Wsgi:
+    """The Vault mock behind a gate that wants the basic credential on every operation, not only where the
+    description says so: the API key of GET /stats is refused."""
+    inner = vault_mock()
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if not environ.get("HTTP_AUTHORIZATION", "").startswith("Basic "):
+            return respond(start_response, "401 UNAUTHORIZED", [("Content-Type", "application/problem+json")],
+                           b'{"title": "Unauthorized", "status": 401}')
+        return inner(environ, start_response)
+
+    return app
+
+
+def basic_added(environ: dict[str, Any]) -> None:
+    """A request change: every request carries the basic credential, whatever the client sent."""
+    environ["HTTP_AUTHORIZATION"] = "Basic " + base64.b64encode(b"vault-key:any-password").decode()
+
+
+def operation_lines(output: str) -> dict[str, str]:
+    """The report's line of each operation (`GET /stats  getStats  · 11 requests: 200×4, 405×7`), by label."""
+    return {" ".join(line.split()[:2]): line for line in output.splitlines() if re.match(r"^[A-Z]+ /", line)}
+
+
+def test_each_operation_gets_the_credential_its_security_scheme_wants(capsys: pytest.CaptureFixture[str]):
+    """Basic auth on one operation, an API key in the query on the next, a bearer token on the third: with strict
+    auth, a 200 on each says its own credential went where its scheme puts it."""
+    with serving(vault_mock(), "/v1") as url:
+        code = vault_contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    lines = operation_lines(output)
+    assert set(lines) == {"GET /records", "GET /stats", "GET /me"}, output
+    assert all("200×" in line for line in lines.values()), lines
+    contract = load_contract(VAULT / "openapi.yaml", VAULT / "fixtures", token="vault-key", basic=("vault-key", "pw"))
+    sent = {label: (one.headers, one.query) for label, one in contract.credentials.items()}
+    assert sent == {"GET /records": ({"Authorization": "Basic dmF1bHQta2V5OnB3"}, {}),
+                    "GET /stats": ({}, {"api_key": "vault-key"}),
+                    "GET /me": ({"Authorization": "Bearer vault-key"}, {})}
+
+
+def test_a_server_wanting_basic_auth_everywhere_fails_where_the_description_says_api_key(
+        capsys: pytest.CaptureFixture[str]):
+    with serving(basic_everywhere(), "/v1") as url:
+        code = vault_contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    assert re.findall(r"^\d+\. (\S+ \S+) · (\w+):", output, re.M) == [("GET /stats", "status_code_conformance")], output
+
+
+def test_a_server_letting_callers_in_without_the_basic_credential_fails_ignored_auth(
+        capsys: pytest.CaptureFixture[str]):
+    with serving(on_request_of(vault_mock(), basic_added), "/v1") as url:
+        code = vault_contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    assert ("GET /records", "ignored_auth") in re.findall(r"^\d+\. (\S+ \S+) · (\w+):", output, re.M), output
+
+
+def test_a_description_without_fixtures_is_checked_in_process_with_credentials_it_derives(
+        capsys: pytest.CaptureFixture[str]):
+    """No fixtures, so no token: each operation gets a placeholder credential of its own scheme, the mock lets any
+    well-formed one in, and ignored_auth (which it would fail) is left out, saying why."""
+    code = main(["contract", "--spec", str(VAULT / "openapi.yaml"), "--max-examples", "5", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "ignored_auth left out: the fixtures declare no usable token" in output
+    assert all("200×" in line for line in operation_lines(output).values()), output
+
+
+def test_operations_kept_in_their_own_files_are_checked_with_their_parameters(capsys: pytest.CaptureFixture[str]):
+    """`get: {$ref: operations/list-things.yaml}` (as DigitalOcean writes every operation): chosen by operationId
+    or by label, and read whole — the `limit` parameter of another file is tried and its bounds enforced (400s)."""
+    code = main(["contract", "--spec", str(DATA / "split" / "openapi.yaml"), "--operation", "GET /things", "getThing",
+                 "--max-examples", "5", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    lines = operation_lines(output)
+    assert set(lines) == {"GET /things", "GET /things/{thingId}"}, output
+    assert all("200×" in line and "400×" in line for line in lines.values()), lines
+    assert "ignored_auth left out" not in output  # nothing there takes credentials

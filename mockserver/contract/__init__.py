@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .credentials import Credentials, Sent
 from .report import junit, text
-from .runner import DEFAULT_MAX_EXAMPLES, Options, RunResult, run
-from .schema import Contract, UnknownOperation, load_contract
+from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Finding, Options, RunResult, fold, run
+from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "Contract", "Options", "RunResult", "UnknownOperation", "check", "load_contract",
-           "run"]
+__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "Finding", "Options",
+           "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
 
 
 def check(options: Options, junit_path: Path | None = None) -> int:

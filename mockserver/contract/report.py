@@ -16,6 +16,7 @@ def text(result: RunResult) -> str:
              f"up to {result.max_examples} examples per operation"]
     if result.examples:
         lines.append("ids from the fixtures: " + ", ".join(f"{op} ({n})" for op, n in result.examples.items()))
+    lines += result.notes
     for op in _operations(result):
         statuses = ", ".join(f"{status}×{count}" for status, count in sorted(op.statuses.items()))
         lines += ["", f"{op.label}  {op.operation_id}  · {sum(op.statuses.values())} requests: {statuses}"]

@@ -3,18 +3,21 @@ the fixtures' real ids as explicit examples, annotated for our checks, and with 
 The CLI runner and the test suite's pytest integration both start here."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import schemathesis
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..core.documents import read_document
+from ..core.documents import DocumentSet
 from ..core.pipeline import Pipeline
+from ..core.spec import HTTP_METHODS
 from .checks import filter_failure
+from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
 from .examples import add_examples, caller_for, usable_token
-from .knowledge import annotate, resolve_local
+from .knowledge import annotate
 
 
 class UnknownOperation(ValueError):
@@ -25,44 +28,77 @@ class UnknownOperation(ValueError):
 class Contract:
     schema: OpenApiSchema
     examples: dict[str, int]  # operationId -> request value combinations taken from the fixtures
+    operations: list[str] = field(default_factory=list)  # every operation's label (`GET /path`), before selection
+    credentials: dict[str, Sent] = field(default_factory=dict)  # what each operation sends, by label
 
 
-def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None, headers: dict[str, str] | None = None,
-                  operations: list[str] | None = None, default_token: bool = False) -> Contract:
-    """Raises LoadError (every problem of the description and fixtures) or UnknownOperation. `default_token`: with
-    no token given, call as the first usable token the fixtures declare (for the mock itself)."""
-    pipeline = Pipeline.load(spec, fixtures)
-    unknown = sorted(set(operations or []) - set(pipeline.spec.operations))
-    if unknown:
-        raise UnknownOperation(f"no operation {', '.join(unknown)} in {spec}; it has "
-                               f"{', '.join(pipeline.spec.operations)}")
+def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None,
+                  basic: tuple[str, str] | None = None, headers: dict[str, str] | None = None,
+                  operations: list[str] | None = None, default_token: bool = False,
+                  pipeline: Pipeline | None = None, security_parameters: bool = True) -> Contract:
+    """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
+
+    `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
+    security requirement puts them (see `credentials.py`); `headers` ride on every call. `default_token`: with no
+    token given, call as the first usable token the fixtures declare, else as a placeholder any mock without
+    declared tokens lets in, and with no basic credential, as that token's user (for the mock itself).
+    `pipeline`: the mock's own, already built from `spec` and `fixtures`, so they are not read and checked twice.
+    `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`)."""
+    pipeline = pipeline or Pipeline.load(spec, fixtures)
     settings = pipeline.fixtures.settings
-    token = token or (usable_token(settings) if default_token else None)
+    if default_token:
+        token = token or usable_token(settings) or PLACEHOLDER_TOKEN
+        basic = basic or (token, PLACEHOLDER_PASSWORD)
     caller = caller_for(settings, token)
-    raw = read_document(spec).data  # as written (the engine's copy may be rewritten to JSON Schema)
+    docs = DocumentSet(spec)  # as written (the engine's copy is rewritten to JSON Schema)
+    raw = docs.root.data
+    inline_operations(raw, docs)
+    labels = dict(_labels(raw, docs))
+    chosen = select(labels, operations or [], spec)
     examples = {op: n for op, n in add_examples(raw, pipeline.spec, pipeline.fixtures, caller).items()
-                if not operations or op in operations}
+                if not operations or op in operations or labels.get(op) in chosen}
     annotate(raw, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
+    sent = per_operation(raw, docs, Credentials(token, basic))
+    apply(schema, sent, headers or {}, security_parameters=security_parameters)
     if operations:
-        schema = schema.include(operation_id=operations)
+        schema = schema.include(name=chosen)
     schema.hook(filter_failure)
-    sent = {**(_credentials(raw, token) if token else {}), **(headers or {})}
-    if sent:
-        schema.config.update(headers=sent)
-    return Contract(schema, examples)
+    return Contract(schema, examples, list(labels.values()), sent)
 
 
-def _credentials(raw: dict[str, Any], token: str) -> dict[str, str]:
-    """The header that carries the token where the description's first security scheme wants it: an API key's
-    own header, else `Authorization: Bearer` (an API key in the query or a cookie: pass it with --header)."""
-    schemes = (raw.get("components") or {}).get("securitySchemes") or {}
-    operations = [op for item in (raw.get("paths") or {}).values() if isinstance(item, dict)
-                  for op in item.values() if isinstance(op, dict)]
-    requirements = [*(raw.get("security") or []), *(r for op in operations for r in op.get("security") or [])]
-    names = [name for requirement in requirements if isinstance(requirement, dict) for name in requirement]
-    scheme = resolve_local(raw, schemes.get(names[0])) if names else None
-    if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and scheme.get("in") == "header":
-        return {str(scheme.get("name")): token}
-    return {"Authorization": f"Bearer {token}"}
+def _labels(raw: dict[str, Any], docs: DocumentSet) -> list[tuple[str, str]]:
+    """(operationId, label) of every operation; an operation without an operationId goes by its label, as the
+    mock names it."""
+    return [(str(node.get("operationId") or label), label) for label, node in operations(raw, docs)]
+
+
+def select(labels: dict[str, str], wanted: list[str], spec: Path) -> list[str]:
+    """The labels of the operations `wanted` names by operationId or label; UnknownOperation for any other."""
+    known = set(labels.values())
+    unknown = [name for name in wanted if name not in labels and name not in known]
+    if unknown:
+        raise UnknownOperation(f"no operation {', '.join(unknown)} in {spec}; it has {', '.join(labels)}")
+    return list(dict.fromkeys(labels.get(name, name) for name in wanted))
+
+
+def inline_operations(raw: dict[str, Any], docs: DocumentSet) -> None:
+    """Put in place each operation kept in a file of its own (`get: {$ref: …}`: OpenAPI allows no `$ref` there, but
+    digitalocean writes all 659 so), its references made absolute so they resolve as before. Schemathesis would
+    read such an operation as one with no parameters and no responses. `docs` reads the description as written."""
+    for item in (raw.get("paths") or {}).values():
+        for method, node in item.items() if isinstance(item, dict) else ():
+            if method in HTTP_METHODS and isinstance(node, dict) and isinstance(node.get("$ref"), str):
+                target, uri = docs.resolve(node["$ref"], docs.root.uri)  # the pipeline's load has checked it
+                item[method] = absolute_refs(target, uri)
+
+
+def absolute_refs(node: Any, base: str) -> Any:
+    """A copy of `node` with every `$ref` made absolute against `base` (the URI of the document it stands in)."""
+    if isinstance(node, dict):
+        return {key: urljoin(base, value) if key == "$ref" and isinstance(value, str) else absolute_refs(value, base)
+                for key, value in node.items()}
+    if isinstance(node, list):
+        return [absolute_refs(value, base) for value in node]
+    return node

@@ -1,0 +1,148 @@
+"""Credentials per operation, where the description's security schemes put them: for each operation the first of
+its security requirements the run can meet, each scheme of it as that scheme wants it — `Authorization: Bearer`
+(HTTP bearer, OAuth 2, OpenID Connect), `Authorization: Basic base64(user:password)` (HTTP basic), an API key in
+its own header, query parameter or cookie. Operations may differ (one takes an API key, the next basic auth), so
+one `Authorization` header for all would not do."""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from schemathesis.config import OperationConfig
+from schemathesis.filters import FilterSet
+from schemathesis.specs.openapi.schemas import OpenApiSchema
+
+from ..core.documents import DocumentSet
+from ..core.spec import HTTP_METHODS
+
+PLACEHOLDER_TOKEN = "contract-token"  # well-formed: any mock without declared tokens lets it in
+PLACEHOLDER_PASSWORD = "secret"  # the mock reads the user of a basic credential as its token
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the run may send: a token (bearer, OAuth 2, OpenID Connect, API keys) and a basic user and password."""
+
+    token: str | None = None
+    basic: tuple[str, str] | None = None
+
+    def __bool__(self) -> bool:
+        return self.token is not None or self.basic is not None
+
+
+@dataclass
+class Sent:
+    """Where one operation's credentials go."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
+
+    def key(self) -> tuple[tuple[tuple[str, str], ...], ...]:
+        return tuple(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies))
+
+
+def credential(scheme: dict[str, Any], credentials: Credentials) -> Sent | None:
+    """How one security scheme carries the run's credentials, or None when the run has none it takes."""
+    kind, where = str(scheme.get("type", "")).lower(), str(scheme.get("in", "header")).lower()
+    http = str(scheme.get("scheme", "")).lower()
+    if kind == "http" and http == "basic":
+        if credentials.basic is None:
+            return None
+        user, password = credentials.basic
+        return Sent(headers={"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()})
+    if credentials.token is None:
+        return None
+    if kind == "apikey":
+        name = str(scheme.get("name", ""))
+        return Sent(query={name: credentials.token}) if where == "query" else \
+            Sent(cookies={name: credentials.token}) if where == "cookie" else Sent(headers={name: credentials.token})
+    if (kind == "http" and http == "bearer") or kind in ("oauth2", "openidconnect"):
+        return Sent(headers={"Authorization": f"Bearer {credentials.token}"})
+    return None  # mutual TLS, HTTP digest …: nothing the run can send
+
+
+def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]],
+                     credentials: Credentials) -> Sent:
+    """The first requirement whose every scheme the run can meet, merged (the first scheme wins a header two
+    want); nothing when none can be met or the operation needs no credentials."""
+    for requirement in requirements:
+        if not isinstance(requirement, dict) or not requirement:
+            continue
+        parts = [credential(schemes.get(name) or {}, credentials) for name in requirement]
+        if all(part is not None for part in parts):
+            sent = Sent()
+            for part in parts:
+                assert part is not None
+                for mine, theirs in ((sent.headers, part.headers), (sent.query, part.query),
+                                     (sent.cookies, part.cookies)):
+                    for name, value in theirs.items():
+                        mine.setdefault(name, value)
+            return sent
+    return Sent()
+
+
+def security_schemes(raw: dict[str, Any], docs: DocumentSet) -> dict[str, dict[str, Any]]:
+    """The description's security schemes by name, `$ref`s followed."""
+    found: dict[str, dict[str, Any]] = {}
+    declared = (raw.get("components") or {}).get("securitySchemes") or {}
+    for name, scheme in declared.items() if isinstance(declared, dict) else ():
+        node, _ = docs.deref(scheme, docs.root.uri + "#/components/securitySchemes/" + name)
+        if isinstance(node, dict):
+            found[name] = node
+    return found
+
+
+def operations(raw: dict[str, Any], docs: DocumentSet) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every operation of the description as Schemathesis labels it (`GET /path`), with its node."""
+    for template, item in (raw.get("paths") or {}).items():
+        item, _ = docs.deref(item, docs.root.uri)
+        for method, node in item.items() if isinstance(item, dict) else ():
+            if method in HTTP_METHODS and isinstance(node, dict):
+                yield f"{method.upper()} {template}", node
+
+
+def per_operation(raw: dict[str, Any], docs: DocumentSet, credentials: Credentials) -> dict[str, Sent]:
+    """Each operation's credentials, by label (operations that need none, or that the run cannot meet, left out)."""
+    schemes = security_schemes(raw, docs)
+    default = raw.get("security") or []
+    found: dict[str, Sent] = {}
+    for label, node in operations(raw, docs):
+        sent = for_requirements(node.get("security", default) or [], schemes, credentials)
+        if sent.key() != Sent().key():
+            found[label] = sent
+    return found
+
+
+def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str], *,
+          security_parameters: bool = True) -> None:
+    """Every operation of `schema` sends its credentials, and every call `headers`.
+
+    With `security_parameters` (Schemathesis' default) Schemathesis adds each security scheme's header, query
+    parameter or cookie to the operations that require it, and the credentials are its values for them: they
+    reach only their own operation, and `ignored_auth` knows them for explicit ones. Without, they are headers of
+    the operation's (a query API key then cannot be sent); Schemathesis 4.32 keeps one HTTP session per thread
+    with the headers of the first operation it ran, so a credential header may then ride along on an operation
+    that has none of its own — harmless against a mock that lets any well-formed credential in."""
+    if headers:
+        schema.config.update(headers=headers)
+    schema.config.generation.update(with_security_parameters=security_parameters)
+    groups: dict[Any, tuple[Sent, list[str]]] = {}
+    for label, one in sent.items():
+        groups.setdefault(one.key(), (one, []))[1].append(label)
+    configs = []
+    for one, labels in groups.values():
+        filter_set = FilterSet()
+        filter_set.include(name=labels)
+        if security_parameters:
+            parameters = {f"{where}.{name}": value for where, values in (("header", one.headers), ("query", one.query),
+                                                                          ("cookie", one.cookies))
+                          for name, value in values.items() if name not in headers or where != "header"}
+            configs.append(OperationConfig(filter_set=filter_set, parameters=parameters))
+        else:
+            cookie = "; ".join(f"{name}={value}" for name, value in one.cookies.items())
+            configs.append(OperationConfig(filter_set=filter_set,
+                                           headers={**one.headers, **({"Cookie": cookie} if cookie else {}), **headers}))
+    schema.config.operations.operations.extend(configs)
+    schema.config.operations._cache.clear()

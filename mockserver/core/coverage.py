@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl
 
 from .errors import MockError
 from .journal import Entry
-from .request_validation import _DELIMITER, items_schema
+from .request_validation import DELIMITERS, items_schema
 from .router import Router
 from .spec import Operation, Parameter, SpecIndex
 
@@ -142,7 +142,7 @@ def _split(enum: EnumParameter, raw: list[str]) -> list[str]:
     p = enum.parameter
     if not enum.is_array or (p.location == "query" and p.explode and p.style == "form"):
         return raw
-    return [part for value in raw for part in value.split(_DELIMITER.get(p.style, ","))]
+    return [part for value in raw for part in value.split(DELIMITERS.get(p.style, ","))]
 
 
 def _enum(param: Parameter, spec: SpecIndex) -> EnumParameter | None:

@@ -46,19 +46,19 @@ def fill(template: Any, values: dict[str, Any]) -> Any:
 _DROP = object()
 
 
-def _path_to(template: Any, placeholder: str) -> list[Any] | None:
+def path_to(template: Any, placeholder: str) -> list[Any] | None:
     """Where in the template a placeholder stands, e.g. ["error", "code"]."""
     if isinstance(template, dict):
         for key, sub in template.items():
             if isinstance(sub, str) and sub.strip() == placeholder:
                 return [key]
-            found = _path_to(sub, placeholder)
+            found = path_to(sub, placeholder)
             if found is not None:
                 return [key, *found]
     return None
 
 
-def _dig(value: Any, path: list[Any]) -> Any:
+def dig(value: Any, path: list[Any]) -> Any:
     for step in path:
         if not isinstance(value, dict):
             return None
@@ -114,7 +114,7 @@ class ErrorRenderer:
         self.media_type = settings.get("mediaType", "application/json" if "template" in settings
                                        else "application/problem+json")
         self.codes = {int(k): v for k, v in (settings.get("codes") or {}).items()}
-        code_path = _path_to(self.template, "{{code}}")
+        code_path = path_to(self.template, "{{code}}")
         # (operation, response key) -> the API's own error body, where the envelope cannot fit
         self.description_bodies: dict[tuple[str, str], OwnBody] = {}
         self.declared: dict[tuple[str, int], str] = {}
@@ -123,7 +123,7 @@ class ErrorRenderer:
                 if not status.isdigit() or code_path is None:
                     continue
                 for media in response.content.values():
-                    code = next((c for c in (_dig(ex, code_path) for ex in media.examples.values())
+                    code = next((c for c in (dig(ex, code_path) for ex in media.examples.values())
                                  if isinstance(c, str)), None)
                     if code:
                         self.declared[(op.id, int(status))] = code

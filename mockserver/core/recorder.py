@@ -32,7 +32,7 @@ import yaml
 
 from .documents import unescape_token
 from .drift import Exchange, Violation, body_violations
-from .envelope import _dig, _path_to
+from .envelope import dig, path_to
 from .journal import SECRET_HEADERS
 from .request_validation import ValidRequest
 from .rules import Context, compile_condition
@@ -361,7 +361,7 @@ class Recorder:
             spec["query"] = query
         spec["status"] = status
         template = (pipeline.fixtures.settings.get("errors") or {}).get("template")
-        code, message = (_dig(payload, _path_to(template, "{{" + n + "}}") or []) if template else None
+        code, message = (dig(payload, path_to(template, "{{" + n + "}}") or []) if template else None
                          for n in ("code", "message"))
         if isinstance(code, str) and isinstance(message, str):
             spec.update(code=code, message=message)  # the envelope is the mock's: a fresh request id every time

@@ -21,7 +21,7 @@ _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _SKIPPED_HEADERS = {"accept", "content-type", "authorization"}  # OpenAPI: described elsewhere, ignored here
 _SEEN_SIZE = 4096
-_DELIMITER = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
+DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
 
 @dataclass
@@ -191,7 +191,7 @@ class RequestValidator:
             if p.location == "query" and p.explode and p.style == "form":
                 parts = raw
             else:
-                parts = raw[-1].split(_DELIMITER.get(p.style, ",")) if raw[-1] != "" else []
+                parts = raw[-1].split(DELIMITERS.get(p.style, ",")) if raw[-1] != "" else []
             return [coerce(part, param.item_kinds) for part in parts], None
         if len(raw) > 1:
             return None, Violation(p.name, p.location, "", "repeated",

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from jsonschema import Draft202012Validator, validators
-from jsonschema._keywords import required as _required
 from jsonschema.exceptions import ValidationError, best_match
 from referencing.exceptions import Unresolvable
 from referencing import Registry, Resource
@@ -89,7 +88,7 @@ def _required_unless_write_only(validator: Any, required: Any, instance: Any,
         properties = schema.get("properties") or {}
         required = [name for name in required if name in instance or not _declared_write_only(validator,
                                                                                              properties.get(name))]
-    yield from _required(validator, required, instance, schema)
+    yield from _REQUIRED(validator, required, instance, schema)
 
 
 def _declared_write_only(validator: Any, node: Any) -> bool:
@@ -107,6 +106,7 @@ def _declared_write_only(validator: Any, node: Any) -> bool:
     return False
 
 
+_REQUIRED = Draft202012Validator.VALIDATORS["required"]
 # OpenAPI: a `writeOnly` property is sent in requests only, so a response neither holds nor requires it
 ResponseValidator = validators.extend(Draft202012Validator, {"writeOnly": _write_only,
                                                              "required": _required_unless_write_only})

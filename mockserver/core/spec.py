@@ -318,13 +318,13 @@ class SpecIndex:
                 continue  # OpenAPI: ignored
             schema = self._schema(header.get("schema"), pointer_uri(header_uri, "schema"))
             kinds = schema_types(schema.node, schema.uri, self.docs.resolve) if schema else set()
-            examples = _examples(header) + (_examples(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
+            examples = examples_of(header) + (examples_of(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
             headers[str(name)] = Header(str(name), bool(header.get("required")), schema, kinds, examples)
         return Response(status, str(node.get("description", "")), headers,
                         self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)
 
 
-def _examples(node: Any) -> list[Any]:
+def examples_of(node: Any) -> list[Any]:
     """`example`, `examples` (a list in a schema, a map of Example objects in a header), then `default`."""
     if not isinstance(node, dict):
         return []

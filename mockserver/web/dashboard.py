@@ -25,7 +25,7 @@ from ..core.answers import pick_media_type
 from ..core.coverage import CoverageModel
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
-from ..core.spec import Operation, SpecIndex, _examples as examples_of
+from ..core.spec import Operation, SpecIndex, examples_of
 from .control import PREFIX
 
 SWAGGER_UI = str(files("flask_swagger_ui") / "dist")

@@ -4,7 +4,6 @@ the journal. The pytest plugin (`mockserver.pytest_plugin`) hands one to each te
 from __future__ import annotations
 
 import json
-import re
 import threading
 import urllib.error
 import urllib.request
@@ -14,11 +13,8 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from .core.errors import MockError
 from .web.app import create_app
 
-_PARTIAL_ESCAPE = re.compile(r"%[0-9A-Fa-f]?$")
-_NON_ASCII_ESCAPE = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request
 _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
 
@@ -96,25 +92,9 @@ def _handler(wsgi: Any) -> type[WSGIRequestHandler]:
     envelope too, never the server's HTML page."""
 
     class Handler(WSGIRequestHandler):
-        def _operation(self, pipeline: Any) -> Any:
-            """The operation the (possibly cut) request line names, so the refusal takes its error shape. The cut
-            may land inside a percent-escape or a UTF-8 sequence, which would make the path undecodable: the
-            operation does not depend on it, so a partial escape and non-ASCII escapes are dropped on a retry."""
-            method, _, rest = self.raw_requestline.decode("latin-1").partition(" ")
-            path = _PARTIAL_ESCAPE.sub("", rest.split("?")[0].split(" ")[0])
-            for candidate in (path, _NON_ASCII_ESCAPE.sub("", path)):
-                try:
-                    return pipeline.router.match(method, candidate).operation
-                except MockError as exc:
-                    if exc.status != 400:
-                        return None
-            return None
-
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-            pipeline = wsgi.pipeline
-            error = MockError(code, _REFUSALS.get(code) or message or HTTPStatus(code).phrase,
-                              details={"reason": explain} if explain else None)
-            response = pipeline.error_response(error, pipeline.new_request_id(), self._operation(pipeline))
+            response = wsgi.pipeline.refusal(code, _REFUSALS.get(code) or message or HTTPStatus(code).phrase,
+                                             self.raw_requestline.decode("latin-1"), explain)
             self.send_response(code, message)
             for name, value in {**response.headers, "Content-Type": response.media_type or "application/json",
                                 "Content-Length": str(len(response.body)), "Connection": "close"}.items():

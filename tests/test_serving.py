@@ -71,6 +71,24 @@ def test_bad_requests_get_a_clear_4xx_in_the_envelope(server, path, headers, bod
         assert payload["error"]["requestId"].startswith("req_")
 
 
+@pytest.mark.parametrize("raw, status", [
+    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n", 400),
+    (b"G(T /v1/test-sets HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET /v1/test-sets HTTP/7.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nX-Huge: " + b"y" * (1024 * 1024 + 10) + b"\r\n\r\n", 431),
+], ids=["header-name", "method", "version", "header-over-1-mib"])
+def test_requests_gunicorn_cannot_read_are_refused_in_the_envelope_not_its_html_page(server, raw, status):
+    _, port = server
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(raw)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        payload = json.loads(response.read())
+    assert response.status == status and response.getheader("Content-Type") == "application/json"
+    assert payload["error"]["requestId"] == response.getheader("X-Request-Id")
+    assert payload["error"]["message"].startswith("the request cannot be read: ")
+
+
 def test_sigterm_drains_in_flight_requests_and_exits_0(server):
     proc, port = server
     result: dict[str, int] = {}

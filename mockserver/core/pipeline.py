@@ -293,6 +293,12 @@ class Pipeline:
                              details={"preferred": code})
         return MockError(status, declared_message(op, status), details={"preferred": status})
 
+    def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
+        """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
+        operation the request line names, when it names one), never the server's own page."""
+        error = MockError(status, message, details={"reason": reason} if reason else None)
+        return self.error_response(error, self.new_request_id(), self.router.guess(request_line))
+
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
         payload = self.errors.body(error, request_id, op)
         media_type = self.errors.media_type_for(error.status, op, error.code)

@@ -10,6 +10,8 @@ from .errors import MockError
 from .spec import Operation
 
 _PARAM = re.compile(r"\{([^{}/]+)\}")
+_PARTIAL_ESCAPE = re.compile(r"%[0-9A-Fa-f]?$")
+_NON_ASCII_ESCAPE = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")
 _UNRESERVED = re.compile(r"[A-Za-z0-9._~/-]")  # never percent-encoded by clients in practice ("/" must not be)
 
 
@@ -89,6 +91,22 @@ class Router:
                             details={"path": raw_path, "allowed": sorted(first.operations)},
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
+
+
+    def guess(self, request_line: str) -> Operation | None:
+        """The operation a request line names, for a refusal made before the request is read in full (a line over
+        the server's limit, a broken header), so it takes that operation's error shape. The line may be cut
+        inside a percent-escape or a UTF-8 sequence; the operation does not depend on the cut value, so a partial
+        escape and non-ASCII escapes are dropped on a retry."""
+        method, _, rest = request_line.partition(" ")
+        path = _PARTIAL_ESCAPE.sub("", rest.split("?")[0].split(" ")[0])
+        for candidate in (path, _NON_ASCII_ESCAPE.sub("", path)):
+            try:
+                return self.match(method, candidate).operation
+            except MockError as exc:
+                if exc.status != 400:
+                    return None
+        return None
 
 
 def _literal(text: str) -> str:

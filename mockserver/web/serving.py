@@ -6,10 +6,61 @@ import gc
 import logging
 import logging.handlers
 import sys
+from http import HTTPStatus
 from typing import Any, Callable
 
 from flask import Flask
+from gunicorn import util
 from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors
+from gunicorn.workers import gthread, sync
+
+from ..core.http import MockResponse
+
+# what gunicorn refuses before the app sees a request, by the status it gives (400 for the rest)
+_REFUSAL_STATUS = ((errors.LimitRequestLine, 414), (errors.LimitRequestHeaders, 431),
+                   (errors.UnsupportedTransferCoding, 501), (errors.ExpectationFailed, 417))
+# parse errors that are faults of the server's side, which gunicorn reports as it does
+_NOT_THE_CLIENTS = (errors.InvalidResponseHeader, errors.InvalidResponseHeaderName, errors.ConfigurationProblem)
+
+
+class _Refusals:
+    """gunicorn answers a request it cannot read (a malformed request line or header, a header over its limit)
+    with its own HTML page; the mock answers it in the API's envelope instead, like every other error."""
+
+    wsgi: Flask
+    log: Any
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        if not isinstance(exc, errors.ParseException) or isinstance(exc, _NOT_THE_CLIENTS):
+            super().handle_error(req, client, addr, exc)  # type: ignore[misc]
+            return
+        status = next((code for kind, code in _REFUSAL_STATUS if isinstance(exc, kind)), 400)
+        self.log.warning("refused a request from %s: %s", (addr or ("",))[0], exc)
+        line = f"{req.method} {req.uri}" if getattr(req, "uri", None) else ""
+        response = self.wsgi.extensions["mockserver"].pipeline.refusal(
+            status, f"the request cannot be read: {exc}", line)
+        try:
+            util.write_nonblock(client, _raw(response))
+        except OSError:
+            pass  # the client is gone
+
+
+class ThreadWorker(_Refusals, gthread.ThreadWorker):  # type: ignore[misc]
+    """gunicorn's gthread worker, refusing in the envelope."""
+
+
+class SyncWorker(_Refusals, sync.SyncWorker):  # type: ignore[misc]
+    """gunicorn's sync worker (one thread), refusing in the envelope."""
+
+
+def _raw(response: MockResponse) -> bytes:
+    """A whole HTTP/1.1 response, closing the connection (the request could not be read, so neither can the next)."""
+    headers = {**response.headers, "Content-Type": response.media_type or "application/json",
+               "Content-Length": str(len(response.body)), "Connection": "close"}
+    head = f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}\r\n" + "".join(
+        f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    return head.encode("latin-1") + response.body
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -33,7 +84,7 @@ def serve(app: Flask, *, host: str, port: int, workers: int, threads: int,
         "bind": f"{host}:{port}",
         "workers": workers,
         "threads": threads,
-        "worker_class": "gthread" if threads > 1 else "sync",
+        "worker_class": f"{__name__}.{'ThreadWorker' if threads > 1 else 'SyncWorker'}",
         "preload_app": True,
         "accesslog": None,  # our own access line says more (source, operation) and is buffered
         "errorlog": "-",
@@ -41,8 +92,9 @@ def serve(app: Flask, *, host: str, port: int, workers: int, threads: int,
         "graceful_timeout": 10,
         "timeout": 120,  # a scenario's latency may be long
         "keepalive": 5,
-        # the mock answers over-long request lines and headers itself (414/431 in the API's envelope); gunicorn
-        # only refuses what is absurd (a header over 1 MiB: 0 would mean its default of 8 KiB here)
+        # the mock answers over-long request lines and headers itself (414/431 with its own limits); gunicorn
+        # only refuses what is absurd (a header over 1 MiB: 0 would mean its default of 8 KiB here), and its
+        # refusals are in the envelope too (the workers above)
         "limit_request_line": 0,
         "limit_request_field_size": 1024 * 1024,
     }

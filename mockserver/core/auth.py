@@ -9,7 +9,6 @@ import re
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl
 
 from .errors import MockError
 from .http import MockRequest
@@ -122,7 +121,8 @@ class _Missing(Exception):
 
 def _api_key(request: MockRequest, name: str, where: str) -> str | None:
     if where == "query":
-        return dict(parse_qsl(request.query_string)).get(name)
+        values = (request.query() or {}).get(name)
+        return values[-1] if values else None
     if where == "cookie":
         jar = SimpleCookie()
         jar.load(request.header("cookie") or "")

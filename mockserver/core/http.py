@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
+
+_UNPARSED: Any = object()
 
 
 @dataclass
@@ -12,9 +15,23 @@ class MockRequest:
     query_string: str = ""
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
+    _query: Any = field(default=_UNPARSED, init=False, repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
+
+    def query(self) -> dict[str, list[str]] | None:
+        """The query's values by name (a repeated name keeps each), parsed once for every stage; None when it
+        is not valid UTF-8 once percent-decoded."""
+        if self._query is _UNPARSED:
+            values: dict[str, list[str]] | None = {}
+            try:
+                for name, value in parse_qsl(self.query_string, keep_blank_values=True, errors="strict"):
+                    values.setdefault(name, []).append(value)  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                values = None
+            self._query = values
+        return self._query  # type: ignore[no-any-return]
 
 
 @dataclass

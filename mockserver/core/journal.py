@@ -30,6 +30,11 @@ def _text(data: bytes) -> str | None:
     return text + ("…(truncated)" if len(data) > BODY_LIMIT else "")
 
 
+def _kept(data: bytes) -> bytes:
+    """A body as kept: its first BODY_LIMIT bytes and one more (to say it was cut); decoded only when read."""
+    return data[:BODY_LIMIT + 1] if len(data) > BODY_LIMIT else data
+
+
 @dataclass
 class Entry:
     id: int
@@ -38,10 +43,10 @@ class Entry:
     path: str
     query: str
     request_headers: dict[str, str]
-    request_body: str | None
+    request_body: bytes
     status: int
     response_headers: dict[str, str]
-    response_body: str | None
+    response_body: bytes
     source: str
     operation_id: str | None
     scenario_id: str | None
@@ -49,6 +54,7 @@ class Entry:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["request_body"], data["response_body"] = _text(self.request_body), _text(self.response_body)
         return {_camel(k): v for k, v in data.items()}
 
 
@@ -67,8 +73,8 @@ class Journal:
                status: int, response_headers: dict[str, str], response_body: bytes, source: str,
                operation_id: str | None, scenario_id: str | None, duration_ms: float) -> None:
         entry = Entry(0, time.time(), method, path, query,
-                      {k: mask(k, v) for k, v in request_headers.items()}, _text(request_body), status,
-                      dict(response_headers), _text(response_body), source, operation_id, scenario_id,
+                      {k: mask(k, v) for k, v in request_headers.items()}, _kept(request_body), status,
+                      dict(response_headers), _kept(response_body), source, operation_id, scenario_id,
                       round(duration_ms, 3))
         with self._lock:
             entry.id = next(self._ids)

@@ -128,14 +128,9 @@ class RequestValidator:
         result = ValidRequest(dict(self._defaults["path"]), dict(self._defaults["query"]),
                               dict(self._defaults["header"]), dict(self._defaults["cookie"]))
         violations: list[Violation] = []
-        query: dict[str, list[str]] = {}
-        if request.query_string:
-            try:
-                pairs = parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
-            except UnicodeDecodeError:
-                raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")]) from None
-            for name, value in pairs:
-                query.setdefault(name, []).append(value)
+        query = request.query()
+        if query is None:
+            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")])
         cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():

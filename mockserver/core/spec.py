@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urljoin, urlparse
@@ -102,7 +103,7 @@ class Operation:
     def declares(self, status: int) -> bool:
         return str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
 
-    @property
+    @cached_property
     def success_status(self) -> int:
         """The status a normal answer takes: the lowest declared 2xx, else the lowest 3xx (a redirect-only
         operation), else 200 (for a bare `2XX` or only `default`)."""

@@ -105,3 +105,29 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(server):
     thread.join(timeout=20)
     assert result.get("status") == 404
     assert proc.wait(timeout=20) == 0
+
+
+def test_a_worker_holding_a_connection_per_thread_leaves_new_ones_to_the_others_for_a_moment(monkeypatch):
+    """gthread workers share one listening socket; one that already holds a connection per thread stops
+    accepting for FAIR_SHARE_WAIT_S (so an idle worker takes the next ones), then accepts again."""
+    from types import SimpleNamespace
+
+    from mockserver.web import serving
+
+    now = [100.0]
+    monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])
+    worker = serving.ThreadWorker.__new__(serving.ThreadWorker)
+    worker.cfg = SimpleNamespace(threads=4)
+    worker.worker_connections = 1000  # what gthread's __init__ sets from its config
+    worker.nr_conns = 3
+    assert worker.worker_connections == 1000
+    worker.nr_conns = 4
+    assert worker.worker_connections == 0  # full: the next connection is left to the others
+    now[0] += serving.FAIR_SHARE_WAIT_S / 2
+    assert worker.worker_connections == 0
+    now[0] += serving.FAIR_SHARE_WAIT_S
+    assert worker.worker_connections == 1000  # nobody took it: this worker does
+    worker.nr_conns = 2
+    assert worker.worker_connections == 1000
+    worker.nr_conns = 4
+    assert worker.worker_connections == 0  # full again: a new moment

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from bisect import bisect_right
 from typing import Any, Callable, NamedTuple
 
@@ -81,6 +82,8 @@ class ListQuery:
         self.entries = [Entry(rank, item, collection.public(item), to_json(collection.public(item)))
                         for rank, item in enumerate(self._order(collection.items, config.get("order", [])))]
         self._selected: dict[str, list[Entry]] = {}
+        self._pages: dict[tuple[str, str, Any, Any], Page] = {}  # made this second (a cursor is sealed per second)
+        self._pages_second = 0
         self._prefix = b"{" + to_json(self.items_field) + b":["
         self._tails = {more: b"]," + to_json(self.has_more_field) + (b":true" if more else b":false")
                        for more in (True, False)}
@@ -133,11 +136,24 @@ class ListQuery:
         return sorted((e for _, e in best.values()), key=lambda e: e.rank)
 
     def page(self, ctx: Context) -> Page:
-        """One page, its body joined from JSON made at start-up."""
+        """One page, its body joined from JSON made at start-up; the same request within a second (whose
+        `nextCursor` is the same string) gets the page made for the first one."""
         request = ctx.request
         filters = {k: v for k, v in request.query.items() if k not in (self.limit_param, self.cursor_param)}
         values = repr((sorted(request.path.items()), sorted(filters.items()), sorted(request.header.items()),
                        sorted(request.cookie.items())))
+        now = int(time.time())
+        if now != self._pages_second or len(self._pages) >= SELECT_CACHE_SIZE:
+            self._pages, self._pages_second = {}, now
+        key = (f"{ctx.caller.key}|{ctx.caller.id}|{ctx.caller.tenant}", values, request.query.get(self.cursor_param),
+               request.query.get(self.limit_param))
+        page = self._pages.get(key)
+        if page is None:
+            page = self._pages[key] = self._page(ctx, values)
+        return page
+
+    def _page(self, ctx: Context, values: str) -> Page:
+        request = ctx.request
         entries = self.select(ctx, f"{ctx.caller.id}|{ctx.caller.tenant}|{values}")
         binding = self.sealer.binding(self.operation_id, values, ctx.caller.key)
         start = 0

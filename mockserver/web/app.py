@@ -20,6 +20,7 @@ from werkzeug.exceptions import HTTPException
 from ..core.errors import MockError
 from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Options, Pipeline
+from .access import ACCESS
 from .control import PREFIX, control_blueprint
 from .cors import cors_headers, is_preflight, preflight_headers
 from .dashboard import dashboard_blueprints
@@ -193,8 +194,8 @@ def _envelope(pipeline: Pipeline, error: MockError) -> Response:
 
 
 def _log(environ: dict[str, Any], status: int, started: float, source: str, operation_id: str | None) -> None:
-    if access_log.isEnabledFor(logging.INFO):
+    if ACCESS.enabled():
         query = environ.get("QUERY_STRING")
-        access_log.info("%s %s%s %d %.1fms %s%s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"),
-                        f"?{query}" if query else "", status, (time.perf_counter() - started) * 1000, source,
-                        f" {operation_id}" if operation_id else "")
+        ACCESS.write(f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}{'?' + query if query else ''} "
+                     f"{status} {(time.perf_counter() - started) * 1000:.1f}ms {source}"
+                     f"{' ' + operation_id if operation_id else ''}")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .core.errors import LoadError
-from .core.pipeline import Options, Pipeline
+from .core.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPEC = "spec/kindgi.yaml"

@@ -3,9 +3,14 @@ write throwaway descriptions and fixtures in temp folders."""
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import textwrap
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 from flask import Flask
@@ -59,3 +64,37 @@ def write(tmp_path: Path) -> Callable[[str, Any], Path]:
 
 def body(response: Any) -> Any:
     return json.loads(response.data)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`python -m mockserver serve` on a free port, as a user starts it, once it takes connections; its stderr is a
+    pipe the test may read. Stopped (killed if it must be) at the end."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port), *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.1)
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

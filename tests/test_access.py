@@ -2,13 +2,10 @@
 import io
 import re
 import select
-import subprocess
-import sys
 import time
 import urllib.request
 
-from conftest import ROOT
-from test_serving import free_port
+from conftest import serving
 from mockserver.web import access
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO mockserver.access: GET /x 200 1.0ms fixture op\n$")
@@ -30,20 +27,10 @@ def test_lines_are_written_in_batches_and_never_wait_long(monkeypatch):
 
 
 def test_mockserver_serve_shows_each_request_at_once():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=2",
-                                                 headers={"Authorization": "Bearer demo-token"})
-                urllib.request.urlopen(request, timeout=5).read()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
+    with serving() as (proc, port):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=2",
+                                         headers={"Authorization": "Bearer demo-token"})
+        urllib.request.urlopen(request, timeout=10).read()
         assert proc.stderr is not None
         shown_by = time.monotonic() + 5  # FLUSH_S at most, and some slack for a busy machine
         line = ""
@@ -51,8 +38,5 @@ def test_mockserver_serve_shows_each_request_at_once():
             ready, _, _ = select.select([proc.stderr], [], [], max(shown_by - time.monotonic(), 0))
             assert ready, "the request's access line was not shown within 5 s"
             line = proc.stderr.readline()
-        assert re.search(r"INFO mockserver.access: GET /v1/test-sets\?limit=2 200 [\d.]+ms fixture listTestSets$",
-                         line.rstrip()), line
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    assert re.search(r"INFO mockserver.access: GET /v1/test-sets\?limit=2 200 [\d.]+ms fixture listTestSets$",
+                     line.rstrip()), line

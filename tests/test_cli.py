@@ -1,12 +1,10 @@
 """The commands as a person runs them: `mockserver validate` and `mockserver serve` on a free port."""
 import json
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
-from conftest import LIBRARY, ROOT
+from conftest import LIBRARY, ROOT, serving
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,31 +36,11 @@ def test_serve_refuses_a_bad_description_with_exit_2(write):
     assert "Swagger 2.0 is not supported" in result.stderr and "Traceback" not in result.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_answers_on_its_port():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1",
-                                                 headers={"Authorization": "Bearer demo-token"})
-                with urllib.request.urlopen(request, timeout=2) as response:
-                    page = json.loads(response.read())
-                    assert response.headers["X-Request-Id"]
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
-        assert len(page["data"]) == 1 and page["hasMore"] is True
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serving() as (_, port):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1",
+                                         headers={"Authorization": "Bearer demo-token"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            page = json.loads(response.read())
+            assert response.headers["X-Request-Id"]
+    assert len(page["data"]) == 1 and page["hasMore"] is True

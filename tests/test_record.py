@@ -11,14 +11,13 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, body, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.core.recorder import Recorder
 from mockserver.testing import MockServer
 from mockserver.web.proxy import Proxy
 from stand_ins import Served, drifting, get
-from test_serving import free_port
 
 CASES = "/v1/agents/{agent}/test-set/cases?projectId={project}"
 VERSION_CASES = "/v1/test-sets/acme.drafting.corrections/versions/1.1.0/cases"

@@ -4,41 +4,18 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from conftest import ROOT
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import serving
 
 
 @pytest.fixture()
 def server():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port), "--workers", "2",
-                             "--threads", "4", "--log-level", "warning"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    yield proc, port
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    with serving("--workers", "2", "--threads", "4", "--log-level", "warning") as started:
+        yield started
 
 
 def call(port: int, path: str, headers: dict[str, str] | None = None, body: bytes | None = None,

@@ -78,7 +78,7 @@ def test_a_broken_connection(mock_server, kind):
 
 OWN_ERRORS = {
     "openapi": "3.1.0", "info": {"title": "own errors", "version": "1"},
-    "paths": {"/items/{id}": {"get": {"parameters": [{"name": "id", "in": "path", "required": True,
+    "paths": {"/it/{id}": {"get": {"parameters": [{"name": "id", "in": "path", "required": True,
                                                       "schema": {"type": "string"}}],
                                       "responses": {"200": {"description": "ok"}, "4XX": {
                                           "description": "the API's own error body", "content": {"application/json": {
@@ -87,13 +87,17 @@ OWN_ERRORS = {
                                                                         "message": {"type": "string"}}}}}}}}}}}
 
 
-@pytest.mark.parametrize("cut", ["", "%", "%E", "%E2", "%E2%82"])
+@pytest.mark.parametrize("cut", ["", "%", "%E", "%E2", "%E2%82", "only-escapes"])
 def test_a_request_line_over_64_kib_is_refused_in_the_operations_error_shape_wherever_it_is_cut(write, cut):
     """The test server refuses the line before the app sees it; the answer still takes the operation's own error
     body (not RFC 7807), even when the 64 KiB cut lands inside a percent-escape or a UTF-8 sequence."""
     import http.client
 
-    path = "/items/" + "a" * (65537 - len("GET /items/") - len(cut)) + cut + "-rest"  # readline(65537) cuts
+    if cut == "only-escapes":  # the whole value non-ASCII `Î`s, cut right after a `%C3` that cannot be decoded
+        path = ("/it/" + "%C3%8E" * 12000)[:65537 - len("GET ")] + "-rest"
+        assert path.endswith("%C3-rest")
+    else:
+        path = "/it/" + "a" * (65537 - len("GET /it/") - len(cut)) + cut + "-rest"  # readline(65537) cuts
     with MockServer(write("own.json", OWN_ERRORS)) as server:
         connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=10)
         connection.request("GET", path)

@@ -97,10 +97,10 @@ class Router:
         """The operation a request line names, for a refusal made before the request is read in full (a line over
         the server's limit, a broken header), so it takes that operation's error shape. The line may be cut
         inside a percent-escape or a UTF-8 sequence; the operation does not depend on the cut value, so a partial
-        escape and non-ASCII escapes are dropped on a retry."""
+        escape is dropped and non-ASCII escapes stand for a plain letter on a retry."""
         method, _, rest = request_line.partition(" ")
         path = _PARTIAL_ESCAPE.sub("", rest.split("?")[0].split(" ")[0])
-        for candidate in (path, _NON_ASCII_ESCAPE.sub("", path)):
+        for candidate in (path, _NON_ASCII_ESCAPE.sub("x", path)):
             try:
                 return self.match(method, candidate).operation
             except MockError as exc:

@@ -82,9 +82,11 @@ OPENAI_KNOWN = (
           "none of its 107 `discriminator`s has a `mapping`, so OpenAPI maps each value to the schema of that *name* "
           "(`ChatCompletionMessageToolCall`), while the schemas allow only values such as `function`: no body fits "
           "both, and Schemathesis checks the discriminator", anywhere=True),
-    Known("status_code_conformance", "Undocumented status code", ("POST /skills", "POST /skills/{skill_id}/versions"),
-          "`files` is a required array with no `minItems`; an empty array has no multipart/form-data form, so "
-          "Schemathesis sends no `files` part at all and the mock rightly answers 400"),
+    Known("status_code_conformance", "Undocumented status code",
+          ("POST /skills", "POST /skills/{skill_id}/versions", "POST /images/edits"),
+          "`files` (skills) and `image` (image edits: one file or an array of them) are required and may be arrays "
+          "with no `minItems`; an empty array has no multipart/form-data form, so Schemathesis sends no part at all "
+          "and the mock rightly answers 400 (`'image' is a required property`)"),
 )
 DESCRIPTIONS = [
     Description("openai-api", "openai-api.yaml", 3, BIG_COVERAGE, negative_coverage=False, known=OPENAI_KNOWN,

@@ -1,5 +1,7 @@
 """Form and multipart request bodies are parsed, typed by their schema and validated; paths that differ only by a
 query (`/responses?beta=true`) are told apart by it; a bug never shows a traceback."""
+from werkzeug.datastructures import MultiDict
+
 from conftest import body
 from mockserver import create_app
 
@@ -76,6 +78,12 @@ def test_a_multipart_null_is_null_where_the_text_null_would_not_do(write):
     assert client.post("/upload", data={**fields, "fidelity": "high"}, content_type="multipart/form-data").status_code == 201
     assert [pointer for pointer, _ in violations(client.post("/upload", data={**fields, "fidelity": "medium"},
                                                              content_type="multipart/form-data"))] == ["/fidelity"]
+    twice = MultiDict([("file", "x"), ("purpose", "assistants"), ("copies", "1"), ("copies", "2")])
+    assert violations(client.post("/upload", data=twice, content_type="multipart/form-data")) == [
+        ("/copies", "repeated")]
+    # with another field wrong, that field is what is reported, not the null
+    assert violations(client.post("/upload", data={**fields, "fidelity": "null", "copies": "0"},
+                                  content_type="multipart/form-data")) == [("/copies", "minimum")]
 
 
 def test_form_urlencoded(write):

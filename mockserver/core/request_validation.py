@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 
 from .errors import MockError
 from .http import MockRequest
+from .documents import pointer_join
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
 
@@ -221,6 +222,7 @@ class RequestValidator:
                                             "or no parts)"))
                 return None
             value = self._form_value(media, fields)
+            violations.extend(self._repeated(media, fields))
             if media.schema is not None and not media.schema.validator.is_valid(value):
                 value = _with_nulls(media, value, self._form_kinds.get(media.name, {}))
         else:
@@ -231,6 +233,14 @@ class RequestValidator:
                                             error.message))
         return value
 
+
+    def _repeated(self, media: MediaType, fields: dict[str, list[str]]) -> list[Violation]:
+        """A field the schema types as one value (not an array), sent more than once: which one was meant?"""
+        kinds = self._form_kinds.get(media.name, {})
+        single = {name for name, (field_kinds, _) in kinds.items() if field_kinds and "array" not in field_kinds}
+        return [Violation(name, "body", pointer_join("", name), "repeated",
+                          f"given {len(raw)} times; it takes a single value")
+                for name, raw in fields.items() if len(raw) > 1 and name in single]
 
     def _form_value(self, media: MediaType, fields: dict[str, list[str]]) -> dict[str, Any]:
         """Form fields as the body schema types them: numbers, booleans, and arrays for repeated fields."""
@@ -258,13 +268,19 @@ def _form_field(raw: str, kinds: set[str]) -> Any:
 
 def _with_nulls(media: MediaType, value: dict[str, Any], kinds: dict[str, tuple[set[str], set[str]]]) -> dict[str, Any]:
     """A form field whose text is `null` and whose schema allows a string or null is read as a string first; when
-    the body is then invalid, null (a client's spelling of None, as Schemathesis sends it) is tried instead."""
+    the body is then invalid, null (a client's spelling of None, as Schemathesis sends it) is tried instead, and
+    kept if it leaves fewer problems."""
     ambiguous = [name for name, field in value.items()
                  if field == "null" and {"null", "string"} <= kinds.get(name, (set(), set()))[0]]
     if not ambiguous:
         return value
     nulled = {**value, **dict.fromkeys(ambiguous)}
-    return nulled if media.schema is not None and media.schema.validator.is_valid(nulled) else value
+    if media.schema is None:
+        return value
+    validator = media.schema.validator
+    # the reading that leaves fewer problems wins, so what is reported is what is really wrong
+    return nulled if sum(1 for _ in validator.iter_errors(nulled)) < sum(1 for _ in validator.iter_errors(value)) \
+        else value
 
 
 def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:

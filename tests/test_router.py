@@ -52,3 +52,16 @@ def test_a_literal_segment_matches_its_percent_encoded_spelling():
     assert router.match("PUT", "/%3cupload_url%3e").operation.path == "/<upload_url>"
     assert router.match("GET", "/applications/%40me").operation.path == "/applications/@me"
     assert router.match("GET", "/applications/%41me").path_params == {"id": "Ame"}  # letters stay literal
+
+
+def test_a_refused_request_line_still_names_its_operation():
+    """For refusals made before the request is read (a line over the server's limit): the line may be cut inside
+    an escape, or before the path's last segments."""
+    router = Router([op("GET", "/channels/{id}/reactions/{emoji}"), op("PUT", "/channels/{id}/reactions/{emoji}/@me"),
+                     op("GET", "/Accounts/{Sid}.json")], "/api")
+    assert router.guess("GET /api/channels/1/reactions/x HTTP/1.1").path == "/channels/{id}/reactions/{emoji}"
+    assert router.guess("PUT /api/channels/1/reactions/" + "%C2%A9" * 5 + "%C2%A").path == \
+        "/channels/{id}/reactions/{emoji}/@me"  # cut: only the PUT route can begin so
+    assert router.guess("GET /api/Accounts/AC" + "%E2%82%AC" * 3 + "%E2").path == "/Accounts/{Sid}.json"
+    assert router.guess("PUT /api/channels/1/reactions/x HTTP/1.1") is None  # whole line: 405, no guessing
+    assert router.guess("GET /elsewhere/" + "a" * 10) is None

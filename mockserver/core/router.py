@@ -95,18 +95,39 @@ class Router:
 
     def guess(self, request_line: str) -> Operation | None:
         """The operation a request line names, for a refusal made before the request is read in full (a line over
-        the server's limit, a broken header), so it takes that operation's error shape. The line may be cut
-        inside a percent-escape or a UTF-8 sequence; the operation does not depend on the cut value, so a partial
-        escape is dropped and non-ASCII escapes stand for a plain letter on a retry."""
+        the server's limit, a broken header), so it takes that operation's error shape. A line cut at the limit
+        may end inside a percent-escape or a UTF-8 sequence (a partial escape is dropped, and non-ASCII escapes
+        stand for a plain letter on a retry), or before the path's last segments (then the first route, by rank,
+        whose template the cut path could begin)."""
         method, _, rest = request_line.partition(" ")
-        path = _PARTIAL_ESCAPE.sub("", rest.split("?")[0].split(" ")[0])
-        for candidate in (path, _NON_ASCII_ESCAPE.sub("x", path)):
-            try:
-                return self.match(method, candidate).operation
-            except MockError as exc:
-                if exc.status != 400:
-                    return None
+        cut = not re.search(r" HTTP/\d(\.\d)?\r?\n?$", request_line)
+        path = _NON_ASCII_ESCAPE.sub("x", _PARTIAL_ESCAPE.sub("", rest.split("?")[0].split(" ")[0]))
+        try:
+            return self.match(method, path).operation
+        except MockError:
+            return self._beginning_with(method.upper(), path) if cut and "?" not in rest else None
+
+    def _beginning_with(self, method: str, path: str) -> Operation | None:
+        if self.base_path:
+            if not path.startswith(self.base_path + "/"):
+                return None
+            path = path[len(self.base_path):]
+        given = path.split("/")
+        for route in self._routes:
+            segments = route.template.split("/")
+            ops = route.operations.get(method)
+            if not ops or len(segments) < len(given):
+                continue
+            *whole, last = zip(segments, given)
+            if all(re.fullmatch(_segment(template), text) for template, text in whole) and (
+                    "{" in last[0] or last[0].startswith(last[1])):
+                return ops[0]
         return None
+
+
+def _segment(template: str) -> str:
+    """One segment of a template as a pattern (its parameters match any text)."""
+    return "".join(_literal(part) if i % 2 == 0 else "[^/]+" for i, part in enumerate(_PARAM.split(template)))
 
 
 def _literal(text: str) -> str:

@@ -46,11 +46,13 @@ BUSY_WARNING = 0.2  # cores used by other processes during a load, above which i
 AUTH = {"Authorization": "Bearer demo-token"}
 FIRST_PAGE = "/v1/test-sets?limit=25"
 PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
-MOCK_FLAGS = ["--workers", "2", "--threads", "8"]
+# 2 workers x 4 threads: on 2 cores more threads only add GIL contention (8 gave ~10 % more req/s here and a p99
+# of 10-12.5 ms instead of 8-9), fewer leave too few for slow (scenario) answers
+MOCK_FLAGS = ["--workers", "2", "--threads", "4"]
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
 # the baselines run under the mock's own gunicorn worker (gthread taking a fair share of connections, see
 # mockserver/web/serving.py): with stock gthread one worker may take all 16 connections, which made runs differ by 3x
-GUNICORN_FLAGS = ["-w", "2", "--threads", "8", "-k", "mockserver.web.serving.ThreadWorker", "--preload",
+GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "mockserver.web.serving.ThreadWorker", "--preload",
                   "--keep-alive", "5"]
 
 

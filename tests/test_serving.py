@@ -84,27 +84,37 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(server):
     assert proc.wait(timeout=20) == 0
 
 
-def test_a_worker_holding_a_connection_per_thread_leaves_new_ones_to_the_others_for_a_moment(monkeypatch):
-    """gthread workers share one listening socket; one that already holds a connection per thread stops
-    accepting for FAIR_SHARE_WAIT_S (so an idle worker takes the next ones), then accepts again."""
+def test_a_worker_holding_a_connection_per_thread_takes_one_more_now_and_then(monkeypatch):
+    """gthread workers share one listening socket; one that already holds a connection per thread takes at most
+    one more every FAIR_SHARE_WAIT_S (so idle workers take the next ones), unless it is the only worker."""
     from types import SimpleNamespace
+
+    from gunicorn.workers import gthread
 
     from mockserver.web import serving
 
     now = [100.0]
     monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])
+
+    def accept(worker, listener):
+        worker.nr_conns += 1
+
+    monkeypatch.setattr(gthread.ThreadWorker, "accept", accept)
     worker = serving.ThreadWorker.__new__(serving.ThreadWorker)
-    worker.cfg = SimpleNamespace(threads=4)
+    worker.cfg = SimpleNamespace(threads=2, workers=2)
     worker.worker_connections = 1000  # what gthread's __init__ sets from its config
-    worker.nr_conns = 3
+    worker.nr_conns = 0
+    worker.accept(None)
     assert worker.worker_connections == 1000
-    worker.nr_conns = 4
-    assert worker.worker_connections == 0  # full: the next connection is left to the others
+    worker.accept(None)  # now one connection per thread
+    assert worker.worker_connections == 0  # the next one is left to the others for a moment
     now[0] += serving.FAIR_SHARE_WAIT_S / 2
     assert worker.worker_connections == 0
     now[0] += serving.FAIR_SHARE_WAIT_S
-    assert worker.worker_connections == 1000  # nobody took it: this worker does
-    worker.nr_conns = 2
-    assert worker.worker_connections == 1000
-    worker.nr_conns = 4
-    assert worker.worker_connections == 0  # full again: a new moment
+    assert worker.worker_connections == 1000  # nobody took it: this worker may
+    worker.accept(None)
+    assert worker.worker_connections == 0  # and waits again before the one after
+    worker.cfg.workers = 1
+    now[0] += serving.FAIR_SHARE_WAIT_S
+    worker.accept(None)
+    assert worker.worker_connections == 1000  # alone: no one to leave them to

@@ -21,7 +21,7 @@ from .access import ACCESS, AccessLog
 # what gunicorn refuses before the app sees a request, by the status it gives (400 for the rest)
 _REFUSAL_STATUS = ((errors.LimitRequestLine, 414), (errors.LimitRequestHeaders, 431),
                    (errors.UnsupportedTransferCoding, 501), (errors.ExpectationFailed, 417))
-FAIR_SHARE_WAIT_S = 0.005  # how long a worker with a connection per thread leaves new ones to the others
+FAIR_SHARE_WAIT_S = 0.005  # a worker with a connection per thread takes one more this often at most
 # parse errors that are faults of the server's side, which gunicorn reports as it does
 _NOT_THE_CLIENTS = (errors.InvalidResponseHeader, errors.InvalidResponseHeaderName, errors.ConfigurationProblem)
 
@@ -54,30 +54,29 @@ class ThreadWorker(_Refusals, gthread.ThreadWorker):  # type: ignore[misc]
     Workers share one listening socket and whichever wakes first accepts: at a burst of new connections one
     worker can take them all while another idles (measured with 2 workers × 8 threads and 16 connections: 16/0
     in one run of four, 15/1 and 14/2 in two others; a third of the throughput and twice the p99 of an even
-    split). A worker holding a connection per thread stops accepting for a moment, leaving new connections to
-    the others; when they are as busy, it takes them after that moment."""
+    split). So a worker holding a connection per thread takes at most one more every FAIR_SHARE_WAIT_S, leaving
+    the others time to take theirs; alone (one worker) it takes them as they come."""
 
     _configured_connections = 1000
-    _full_since: float | None = None
+    _hold_until = 0.0
 
     @property
     def worker_connections(self) -> int:
         """How many connections this worker may hold now: gthread's loop reads it before each wait."""
-        if self.nr_conns < self.cfg.threads:
-            self._full_since = None
-            return self._configured_connections
-        now = time.monotonic()
-        if self._full_since is None:
-            self._full_since = now
-        return self._configured_connections if now - self._full_since >= FAIR_SHARE_WAIT_S else 0
+        return 0 if self._hold_until > time.monotonic() else self._configured_connections
 
     @worker_connections.setter
     def worker_connections(self, value: int) -> None:
         self._configured_connections = value
 
+    def accept(self, listener: Any) -> None:
+        super().accept(listener)
+        if self.nr_conns >= self.cfg.threads and self.cfg.workers > 1:
+            self._hold_until = time.monotonic() + FAIR_SHARE_WAIT_S
+
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
-        if self._full_since is not None and not self._accepting:  # wake up when accepting may start again
-            timeout = min(timeout, max(FAIR_SHARE_WAIT_S - (time.monotonic() - self._full_since), 0.0))
+        if not self._accepting:  # wake up when accepting may start again
+            timeout = min(timeout, max(self._hold_until - time.monotonic(), 0.0))
         super().wait_for_and_dispatch_events(timeout)
 
 

@@ -9,7 +9,7 @@ info: {title: t, version: '1'}
 paths:
   /flat:
     get:
-      parameters: [{name: n, in: query, schema: {type: integer}}]
+      parameters: [$ref: '#/components/parameters/N']
       responses:
         '200': {description: ok}
         '400':
@@ -20,7 +20,7 @@ paths:
               example: {id: bad_request, message: some error message}
   /nested:
     get:
-      parameters: [{name: n, in: query, schema: {type: integer}}]
+      parameters: [$ref: '#/components/parameters/N']
       responses:
         '200': {description: ok}
         4XX:
@@ -37,7 +37,7 @@ paths:
                     properties: {code: {type: integer}, message: {type: string}}
   /fixed:
     get:
-      parameters: [{name: n, in: query, schema: {type: integer}}]
+      parameters: [$ref: '#/components/parameters/N']
       responses:
         '200': {description: ok}
         '400':
@@ -50,9 +50,11 @@ paths:
                 properties: {message: {enum: [Bad Request]}}
   /plain:
     get:
-      parameters: [{name: n, in: query, schema: {type: integer}}]
+      parameters: [$ref: '#/components/parameters/N']
       responses: {'200': {description: ok}, '400': {description: bad}}
 components:
+  parameters:
+    N: {name: n, in: query, schema: {type: integer}}
   schemas:
     Flat:
       type: object

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .documents import RefError
+from .documents import RefError, pointer_join
 from .schemas import Resolve
 
 _MAX_DEPTH = 64  # of schemas followed for one value without reaching a deeper instance (a `$ref` loop)
@@ -66,13 +66,13 @@ class WriteOnly:
             for name, item in value.items():
                 subs = props.get(name, [])
                 if any(s.get("writeOnly") is True for s, _ in self._flatten(subs)):
-                    cut.append(f"{pointer}/{name.replace('~', '~0').replace('/', '~1')}")
+                    cut.append(pointer_join(pointer, name))
                     continue
-                result[name] = self._cut(item, subs, f"{pointer}/{name}", cut) if subs else item
+                result[name] = self._cut(item, subs, pointer_join(pointer, name), cut) if subs else item
             return result
         if isinstance(value, list):
             items = [(node["items"], uri) for node, uri in flat if isinstance(node.get("items"), dict)]
-            return [self._cut(item, items, f"{pointer}/{i}", cut) for i, item in enumerate(value)] if items else value
+            return [self._cut(item, items, pointer_join(pointer, i), cut) for i, item in enumerate(value)] if items else value
         return value
 
     def _flatten(self, schemas: list[tuple[Any, str]]) -> list[tuple[dict[str, Any], str]]:

@@ -149,8 +149,10 @@ components:
 """
 
 
-def test_defaults_and_enums_anywhere(write):
-    client = create_app(write("edges.yaml", EDGES)).test_client()
+@pytest.mark.parametrize("journal_size", [1000, 1], ids=["calls-in-the-journal", "calls-that-left-it"])
+def test_defaults_and_enums_anywhere(write, journal_size):
+    """The same counts whether the calls are still in the journal or left it (counted, not kept)."""
+    client = create_app(write("edges.yaml", EDGES), journal_size=journal_size).test_client()
     assert client.get("/api/items/a?colors=red,blue&filter[size]=2&flag=true", headers={"X-Mode": "safe"}).status_code == 200
     assert client.get("/api/items/b?colors=purple").status_code == 400
     assert client.get("/api/items/b", headers={"Prefer": "code=404"}).status_code == 404
@@ -162,3 +164,16 @@ def test_defaults_and_enums_anywhere(write):
         ("query", "colors", "green"): 0, ("query", "colors", "blue"): 1, ("header", "X-Mode", "fast"): 0,
         ("header", "X-Mode", "safe"): 1, ("query", "flag", "true"): 1}
     assert (op["covered"], op["total"]) == (12, 14)
+
+
+def test_past_the_counted_kinds_calls_are_still_counted_and_it_says_so(write, monkeypatch):
+    from mockserver.core import journal
+
+    monkeypatch.setattr(journal, "COUNTED_KINDS", 1)
+    client = create_app(write("edges.yaml", EDGES), journal_size=1).test_client()
+    for kind in ("a", "b", "a", "b"):
+        client.get(f"/api/items/{kind}")
+    report = body(client.get("/__mock/coverage"))
+    # the journal holds the last call; of the 3 that left, "a" was counted twice, "b" once uncounted
+    assert (report["calls"], report["journalFull"]) == (4, True)
+    assert report["operations"][0]["calls"] == 3

@@ -1,17 +1,18 @@
 """Consumer coverage: what a client's calls exercised of the description, read from the request journal. For each
 operation, the declared statuses it answered, the query parameters it was sent and the enum values of its
 parameters that were used, with those never exercised; and a total percentage. It answers "did our frontend's
-tests ever see a 503 from listTestSets?". Computed from the journal's entries, so a reset starts it afresh."""
+tests ever see a 503 from listTestSets?". Computed from the journal's entries and the calls that left it
+(counted, not kept), so it covers every call since the last reset."""
 from __future__ import annotations
 
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qsl
 
 from .errors import MockError
-from .journal import Entry
+from .journal import Call, Entry
 from .request_validation import DELIMITERS, items_schema
 from .router import Router
 from .spec import Operation, Parameter, SpecIndex
@@ -73,7 +74,7 @@ class Report:
     operations: list[OperationCoverage]
     calls: int
     unmatched: int  # calls that reached no operation: unknown path, wrong method, a limit
-    journal_full: bool  # the bounded journal dropped older calls: they are not counted
+    journal_full: bool  # some calls that left the journal are counted in `calls` only (past COUNTED_KINDS)
 
     def as_dict(self) -> dict[str, Any]:
         operations = [op.as_dict() for op in self.operations]
@@ -91,50 +92,60 @@ class CoverageModel:
                                  [e for p in op.parameters if (e := _enum(p, spec)) is not None])
                          for op in spec.operations.values()]
 
-    def measure(self, entries: Iterable[Entry], journal_size: int | None = None) -> Report:
+    def measure(self, entries: Iterable[Entry], left: Mapping[Call, int] | None = None, uncounted: int = 0) -> Report:
+        """Coverage of the journal's entries and of the calls that left it (`Journal.left()`)."""
         seen = {t.operation.id: OperationCoverage(t) for t in self._targets}
-        calls = unmatched = 0
-        for entry in entries:
-            calls += 1
-            coverage = seen.get(entry.operation_id or "")
+        calls = [(Call(e.operation_id, e.method, e.path, e.query, e.status, tuple(e.request_headers.items())), 1)
+                 for e in entries] + list((left or {}).items())
+        unmatched = 0
+        for call, times in calls:
+            coverage = seen.get(call.operation_id or "")
             if coverage is None:
-                unmatched += 1
+                unmatched += times
             else:
-                self._count(coverage, entry)
-        return Report(list(seen.values()), calls, unmatched, journal_size is not None and calls >= journal_size)
+                self._count(coverage, call, times)
+        return Report(list(seen.values()), sum(times for _, times in calls) + uncounted, unmatched, uncounted > 0)
 
-    def _count(self, coverage: OperationCoverage, entry: Entry) -> None:
+    def _count(self, coverage: OperationCoverage, call: Call, times: int) -> None:
         targets = coverage.targets
         op = targets.operation
-        coverage.calls += 1
-        response = op.response(entry.status)
+        coverage.calls += times
+        response = op.response(call.status)
         key = next((k for k, r in op.responses.items() if r is response), None)
         if key is None:
-            coverage.undeclared[entry.status] += 1
+            coverage.undeclared[call.status] += times
         else:
-            coverage.statuses[key] += 1
+            coverage.statuses[key] += times
         query: dict[str, list[str]] = {}
-        for name, value in parse_qsl(entry.query, keep_blank_values=True):
+        for name, value in parse_qsl(call.query, keep_blank_values=True):
             query.setdefault(name.split("[", 1)[0], []).append(value)  # deepObject: `filter[name]` is `filter`
-        coverage.query.update(name for name in targets.query if name in query)
+        for name in targets.query:
+            if name in query:
+                coverage.query[name] += times
         if not targets.enums:
             return
-        path_params = self._path_params(op, entry, query) if any(
+        path_params = self._path_params(op, call.path, query) if any(
             e.parameter.location == "path" for e in targets.enums) else {}
+        headers = dict(call.headers)
         for enum in targets.enums:
             p = enum.parameter
             raw = {"query": query.get(p.name),
                    "path": [path_params[p.name]] if p.name in path_params else None,
-                   "header": [entry.request_headers[p.name.lower()]] if p.name.lower() in entry.request_headers
-                   else None}[p.location]
+                   "header": [headers[p.name.lower()]] if p.name.lower() in headers else None}[p.location]
             for value in set(_split(enum, raw or [])) & set(enum.values):
-                coverage.enums[(p.location, p.name, value)] += 1
+                coverage.enums[(p.location, p.name, value)] += times
 
-    def _path_params(self, op: Operation, entry: Entry, query: dict[str, list[str]]) -> dict[str, str]:
+    def _path_params(self, op: Operation, path: str, query: dict[str, list[str]]) -> dict[str, str]:
         try:
-            return self._router.match(op.method, entry.path, query).path_params
+            return self._router.match(op.method, path, query).path_params
         except MockError:
             return {}
+
+
+def enum_headers(spec: SpecIndex) -> frozenset[str]:
+    """The (lower-case) headers whose values coverage counts: the journal keeps them for the calls that leave it."""
+    return frozenset(p.name.lower() for op in spec.operations.values() for p in op.parameters
+                     if p.location == "header" and _enum(p, spec) is not None)
 
 
 def _split(enum: EnumParameter, raw: list[str]) -> list[str]:

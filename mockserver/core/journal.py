@@ -1,16 +1,18 @@
 """The request journal: what the mock was asked and what it answered, newest last, bounded in size.
-`Authorization` (and other credentials) are masked before anything is kept."""
+`Authorization` (and other credentials) are masked before anything is kept. A call that leaves the journal is
+still counted (`Call`: what coverage needs of it, not its bodies), so coverage sees every call since a reset."""
 from __future__ import annotations
 
 import itertools
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-mock-control-token"}
 BODY_LIMIT = 16 * 1024  # per body kept: 1,000 entries stay within tens of MB
+COUNTED_KINDS = 20_000  # distinct calls counted after they leave the journal (a few MB); beyond, only a number
 
 
 def mask(name: str, value: str) -> str:
@@ -58,16 +60,30 @@ class Entry:
         return {_camel(k): v for k, v in data.items()}
 
 
+class Call(NamedTuple):
+    """A call that left the journal, as coverage reads it; the same calls share one count."""
+
+    operation_id: str | None
+    method: str
+    path: str
+    query: str
+    status: int
+    headers: tuple[tuple[str, str], ...]  # only those the journal was asked to count (enum header parameters)
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
 
 
 class Journal:
-    def __init__(self, size: int = 1000) -> None:
+    def __init__(self, size: int = 1000, counted_headers: frozenset[str] = frozenset()) -> None:
         self._entries: deque[Entry] = deque(maxlen=size)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._counted_headers = counted_headers  # lower-case names
+        self._left: Counter[Call] = Counter()
+        self._uncounted = 0  # calls that left when COUNTED_KINDS distinct ones were counted already
 
     def record(self, *, method: str, path: str, query: str, request_headers: dict[str, str], request_body: bytes,
                status: int, response_headers: dict[str, str], response_body: bytes, source: str,
@@ -78,7 +94,23 @@ class Journal:
                       round(duration_ms, 3))
         with self._lock:
             entry.id = next(self._ids)
+            if len(self._entries) == self._entries.maxlen:
+                self._count_leaving(self._entries[0])
             self._entries.append(entry)
+
+    def _count_leaving(self, entry: Entry) -> None:
+        call = Call(entry.operation_id, entry.method, entry.path, entry.query, entry.status,
+                    tuple((h, entry.request_headers[h]) for h in self._counted_headers if h in entry.request_headers))
+        if call in self._left or len(self._left) < COUNTED_KINDS:
+            self._left[call] += 1
+        else:
+            self._uncounted += 1
+
+    def left(self) -> tuple[dict[Call, int], int]:
+        """The calls that left the journal since the last reset, with their counts, and how many more left
+        uncounted (past COUNTED_KINDS distinct calls)."""
+        with self._lock:
+            return dict(self._left), self._uncounted
 
     def entries(self, *, operation_id: str | None = None, status: int | None = None, method: str | None = None,
                 path_prefix: str | None = None, since: int | None = None, limit: int | None = None) -> list[Entry]:
@@ -94,3 +126,5 @@ class Journal:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._left.clear()
+            self._uncounted = 0

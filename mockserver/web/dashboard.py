@@ -88,7 +88,7 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
     @data.get("/coverage")
     def coverage() -> Response:
         pipeline, shown = view()
-        report = shown.coverage.measure(pipeline.journal.entries(), pipeline.options.journal_size)
+        report = shown.coverage.measure(pipeline.journal.entries(), *pipeline.journal.left())
         return Response(json.dumps(report.as_dict()), content_type="application/json")
 
     @data.get("/callers")

@@ -233,7 +233,6 @@ class RequestValidator:
                                             error.message))
         return value
 
-
     def _repeated(self, media: MediaType, fields: dict[str, list[str]]) -> list[Violation]:
         """A field the schema types as one value (not an array), sent more than once: which one was meant?"""
         kinds = self._form_kinds.get(media.name, {})

@@ -49,16 +49,9 @@ class Router:
 
     @staticmethod
     def _compile(template: str, operations: dict[str, list[Operation]]) -> Route:
-        names: list[str] = []
-        parts: list[str] = []
-        last = 0
-        for m in _PARAM.finditer(template):
-            parts.append(_literal(template[last:m.start()]))
-            names.append(m.group(1))
-            parts.append(f"(?P<p{len(names) - 1}>[^/]+)")
-            last = m.end()
-        parts.append(_literal(template[last:]))
-        return Route(template, re.compile("".join(parts) + "/?$" if template != "/" else "/$"), tuple(names), operations)
+        names = tuple(_PARAM.findall(template))
+        pattern = _pattern(template, named=True) + "/?$" if template != "/" else "/$"
+        return Route(template, re.compile(pattern), names, operations)
 
     def match(self, method: str, raw_path: str, query: dict[str, list[str]] | None = None) -> Match:
         """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError. Where the
@@ -92,7 +85,6 @@ class Router:
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
 
-
     def guess(self, request_line: str) -> Operation | None:
         """The operation a request line names, for a refusal made before the request is read in full (a line over
         the server's limit, a broken header), so it takes that operation's error shape. A line cut at the limit
@@ -119,15 +111,18 @@ class Router:
             if not ops or len(segments) < len(given):
                 continue
             *whole, last = zip(segments, given)
-            if all(re.fullmatch(_segment(template), text) for template, text in whole) and (
+            if all(re.fullmatch(_pattern(template), text) for template, text in whole) and (
                     "{" in last[0] or last[0].startswith(last[1])):
                 return ops[0]
         return None
 
 
-def _segment(template: str) -> str:
-    """One segment of a template as a pattern (its parameters match any text)."""
-    return "".join(_literal(part) if i % 2 == 0 else "[^/]+" for i, part in enumerate(_PARAM.split(template)))
+def _pattern(template: str, *, named: bool = False) -> str:
+    """A template (or one segment of it) as a pattern: literal parts in either spelling, each parameter one
+    segment's text (a group `p0`, `p1`, … when `named`)."""
+    parts = _PARAM.split(template)  # literal, name, literal, name, …, literal
+    return "".join(_literal(part) if i % 2 == 0 else (f"(?P<p{i // 2}>[^/]+)" if named else "[^/]+")
+                   for i, part in enumerate(parts))
 
 
 def _literal(text: str) -> str:

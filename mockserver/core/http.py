@@ -8,6 +8,15 @@ from urllib.parse import parse_qsl
 _UNPARSED: Any = object()
 
 
+def parse_query(text: str, *, strict: bool = False) -> dict[str, list[str]]:
+    """`a=1&b=2&a=3` as values by name (a repeated name keeps each); `strict` raises UnicodeDecodeError where a
+    percent-escape is not UTF-8 (else it is replaced)."""
+    values: dict[str, list[str]] = {}
+    for name, value in parse_qsl(text, keep_blank_values=True, errors="strict" if strict else "replace"):
+        values.setdefault(name, []).append(value)
+    return values
+
+
 @dataclass
 class MockRequest:
     method: str
@@ -24,13 +33,10 @@ class MockRequest:
         """The query's values by name (a repeated name keeps each), parsed once for every stage; None when it
         is not valid UTF-8 once percent-decoded."""
         if self._query is _UNPARSED:
-            values: dict[str, list[str]] | None = {}
             try:
-                for name, value in parse_qsl(self.query_string, keep_blank_values=True, errors="strict"):
-                    values.setdefault(name, []).append(value)  # type: ignore[union-attr]
+                self._query = parse_query(self.query_string, strict=True)
             except UnicodeDecodeError:
-                values = None
-            self._query = values
+                self._query = None
         return self._query  # type: ignore[no-any-return]
 
 

@@ -10,10 +10,9 @@ from email.policy import HTTP
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import parse_qsl
 
 from .errors import MockError
-from .http import MockRequest
+from .http import MockRequest, parse_query
 from .documents import pointer_join
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
@@ -216,15 +215,15 @@ class RequestValidator:
                 return None
         elif media.name in ("application/x-www-form-urlencoded", "multipart/form-data"):
             fields = (_multipart(request.header("content-type") or "", request.body) if media.name.startswith("multipart")
-                      else _urlencoded(request.body))
+                      else parse_query(request.body.decode("utf-8", "replace")))
             if fields is None:
                 violations.append(Violation("body", "body", "", "multipart", "malformed multipart body (no boundary "
                                             "or no parts)"))
                 return None
             value = self._form_value(media, fields)
             violations.extend(self._repeated(media, fields))
-            if media.schema is not None and not media.schema.validator.is_valid(value):
-                value = _with_nulls(media, value, self._form_kinds.get(media.name, {}))
+            if media.schema is not None:
+                value = _with_nulls(media.schema.validator, value, self._form_kinds.get(media.name, {}))
         else:
             return request.body
         if media.schema is not None:
@@ -265,19 +264,15 @@ def _form_field(raw: str, kinds: set[str]) -> Any:
     return coerce(raw, kinds)
 
 
-def _with_nulls(media: MediaType, value: dict[str, Any], kinds: dict[str, tuple[set[str], set[str]]]) -> dict[str, Any]:
+def _with_nulls(validator: Any, value: dict[str, Any], kinds: dict[str, tuple[set[str], set[str]]]) -> dict[str, Any]:
     """A form field whose text is `null` and whose schema allows a string or null is read as a string first; when
     the body is then invalid, null (a client's spelling of None, as Schemathesis sends it) is tried instead, and
-    kept if it leaves fewer problems."""
+    kept if it leaves fewer problems (so what is reported is what is really wrong)."""
     ambiguous = [name for name, field in value.items()
                  if field == "null" and {"null", "string"} <= kinds.get(name, (set(), set()))[0]]
-    if not ambiguous:
+    if not ambiguous or validator.is_valid(value):
         return value
     nulled = {**value, **dict.fromkeys(ambiguous)}
-    if media.schema is None:
-        return value
-    validator = media.schema.validator
-    # the reading that leaves fewer problems wins, so what is reported is what is really wrong
     return nulled if sum(1 for _ in validator.iter_errors(nulled)) < sum(1 for _ in validator.iter_errors(value)) \
         else value
 
@@ -301,13 +296,6 @@ def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str],
             kinds[name] = (prop_kinds, items)
         stack.extend((sub, uri) for key in ("allOf", "anyOf", "oneOf") for sub in node.get(key) or [])
     return kinds
-
-
-def _urlencoded(body: bytes) -> dict[str, list[str]]:
-    fields: dict[str, list[str]] = {}
-    for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
-        fields.setdefault(name, []).append(value)
-    return fields
 
 
 def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:

@@ -79,8 +79,10 @@ class ListQuery:
         self.version = version_key(latest["version"].get("type")) if latest else None
         self.version_field = field_getter(latest["version"]["field"]) if latest else None
         self.prefer = Filter(latest["prefer"]) if latest and "prefer" in latest else None
-        self.entries = [Entry(rank, item, collection.public(item), to_json(collection.public(item)))
-                        for rank, item in enumerate(self._order(collection.items, config.get("order", [])))]
+        ordered = self._order(collection.items, config.get("order", []))
+        served = [collection.public(item) for item in ordered]
+        self.entries = [Entry(rank, item, public, to_json(public))
+                        for rank, (item, public) in enumerate(zip(ordered, served))]
         self._selected: dict[str, list[Entry]] = {}
         self._pages: dict[tuple[str, str, Any, Any], Page] = {}  # made this second (a cursor is sealed per second)
         self._pages_second = 0

@@ -6,7 +6,6 @@ import gc
 import logging
 import sys
 import time
-from http import HTTPStatus
 from typing import Any, Callable
 
 from flask import Flask
@@ -17,6 +16,7 @@ from gunicorn.workers import gthread, sync
 
 from ..core.http import MockResponse
 from .access import ACCESS, AccessLog
+from .app import status_line
 
 # what gunicorn refuses before the app sees a request, by the status it gives (400 for the rest)
 _REFUSAL_STATUS = ((errors.LimitRequestLine, 414), (errors.LimitRequestHeaders, 431),
@@ -88,7 +88,7 @@ def _raw(response: MockResponse) -> bytes:
     """A whole HTTP/1.1 response, closing the connection (the request could not be read, so neither can the next)."""
     headers = {**response.headers, "Content-Type": response.media_type or "application/json",
                "Content-Length": str(len(response.body)), "Connection": "close"}
-    head = f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}\r\n" + "".join(
+    head = f"HTTP/1.1 {status_line(response.status)}\r\n" + "".join(
         f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
     return head.encode("latin-1") + response.body
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
@@ -21,8 +20,6 @@ class CursorSealer:
     def __init__(self, secret: str | None = None, *, max_age: int = DAY) -> None:
         self._serializer = URLSafeTimedSerializer(secret or secrets.token_hex(32), salt="mockserver.cursor")
         self.max_age = max_age
-        self._sealed: dict[tuple[str, int], str] = {}
-        self._second = 0
 
     @staticmethod
     def binding(operation_id: str, values: str, caller_key: str) -> str:
@@ -32,16 +29,8 @@ class CursorSealer:
         return hashlib.sha256(f"{operation_id}|{caller_key}|{values}".encode()).hexdigest()[:24]
 
     def seal(self, binding: str, last_rank: int) -> str:
-        """Signed cursors carry a timestamp in whole seconds, so within one second the same page's cursor is
-        the same string: it is made once per second, not once per request."""
-        now = int(time.time())
-        if now != self._second:
-            self._sealed, self._second = {}, now
-        key = (binding, last_rank)
-        cursor = self._sealed.get(key)
-        if cursor is None:
-            cursor = self._sealed[key] = self._serializer.dumps({"b": binding, "r": last_rank})
-        return cursor
+        """Called when a page is made: `ListQuery` keeps a page for the second its cursor's timestamp stands for."""
+        return self._serializer.dumps({"b": binding, "r": last_rank})
 
     def open(self, cursor: str, binding: str, parameter: str = "cursor") -> int:
         """The rank after which the page starts, or 400 saying why the cursor is refused."""

@@ -110,12 +110,11 @@ class CoverageModel:
         targets = coverage.targets
         op = targets.operation
         coverage.calls += times
-        response = op.response(call.status)
-        key = next((k for k, r in op.responses.items() if r is response), None)
-        if key is None:
+        response = op.response(call.status)  # its `status` is its key: "200", "4XX", "default"
+        if response is None:
             coverage.undeclared[call.status] += times
         else:
-            coverage.statuses[key] += times
+            coverage.statuses[response.status] += times
         query: dict[str, list[str]] = {}
         for name, value in parse_qsl(call.query, keep_blank_values=True):
             query.setdefault(name.split("[", 1)[0], []).append(value)  # deepObject: `filter[name]` is `filter`

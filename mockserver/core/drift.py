@@ -10,7 +10,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
 
 from .answers import is_json
 from .errors import MockError
@@ -65,8 +64,7 @@ def check(pipeline: Pipeline, request: MockRequest, status: int, headers: dict[s
     exchange = Exchange(request, status, headers, body)
     exchange.request_id = exchange.header(pipeline.request_id_header)
     try:
-        match = pipeline.router.match(request.method, request.path, parse_qs(request.query_string,
-                                                                              keep_blank_values=True))
+        match = pipeline.router.match(request.method, request.path, request.query() or {})  # as Pipeline.handle
     except MockError as error:
         pointer, rule = _ROUTE_RULES.get(error.status, ("/path", "encoding"))
         exchange.violations.append(Violation("request", pointer, rule, error.message))

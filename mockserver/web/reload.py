@@ -15,15 +15,14 @@ log = logging.getLogger("mockserver.reload")
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def watched_files(pipeline: Pipeline, fixtures: Path | None) -> list[Path]:
-    """Every file of the description (all documents its $refs reach) and every fixture file."""
-    files = [doc.path for doc in pipeline.spec.docs.documents.values()]
-    if fixtures is not None and fixtures.is_dir():
-        files += [p for p in fixtures.rglob("*") if p.suffix.lower() in _SUFFIXES]
-    return files
+def description_files(pipeline: Pipeline) -> list[Path]:
+    """Every file of the description: all documents its $refs reach."""
+    return [doc.path for doc in pipeline.spec.docs.documents.values()]
 
 
 def _stamp(files: list[Path], fixtures: Path | None) -> dict[Path, float]:
+    """The modification time of each file and of every fixture file, found anew each time (a new file is a
+    change too)."""
     stamps = {}
     for path in set(files) | set(fixtures.rglob("*") if fixtures and fixtures.is_dir() else []):
         if path.suffix.lower() in _SUFFIXES:
@@ -41,7 +40,7 @@ class Reloader:
         self._fixtures = fixtures
         self._interval = interval
         self._stop = threading.Event()
-        self._stamps = _stamp(watched_files(current(), fixtures), fixtures)
+        self._stamps = _stamp(description_files(current()), fixtures)
 
     def start(self) -> "Reloader":
         threading.Thread(target=self._run, name="mockserver-reload", daemon=True).start()
@@ -69,7 +68,7 @@ class Reloader:
         fresh.journal = old.journal
         for dropped in fresh.scenarios.adopt(old.scenarios, fresh.check_scenario_body):
             log.warning("reload dropped a scenario set at run time: %s", dropped)
-        self._stamps = _stamp(watched_files(fresh, self._fixtures), self._fixtures)
+        self._stamps = _stamp(description_files(fresh), self._fixtures)
         self._swap(fresh)
         log.warning("reloaded: %d operations", len(fresh.spec.operations))
         return True

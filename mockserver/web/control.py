@@ -48,7 +48,8 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.get("/health")
     def health() -> Response:
-        return ok({"status": "ok", "title": current().spec.title, "operations": len(current().spec.operations)})
+        spec = current().spec  # once: a reload may swap the state between two reads
+        return ok({"status": "ok", "title": spec.title, "operations": len(spec.operations)})
 
     @bp.get("/openapi.json")
     def openapi() -> Response:

@@ -180,11 +180,10 @@ def _description_files(spec: SpecIndex) -> tuple[str, dict[str, bytes]]:
 def _callers(pipeline: Pipeline) -> dict[str, Any]:
     """The fixtures' tokens, as the description's first security scheme the page can fill in carries them, so
     the page can call as one of them. Behind the control token: these are the fixtures' own credentials."""
-    found = next(((n, s) for n, s in pipeline.spec.security_schemes.items() if _kind(s)), None)
+    found = next(((n, s, k) for n, s in pipeline.spec.security_schemes.items() if (k := _kind(s))), None)
     if found is None:
         return {"scheme": None, "kind": None, "header": None, "callers": []}
-    name, scheme = found
-    kind = _kind(scheme)
+    name, scheme, kind = found
 
     def value(token: str) -> str:
         if kind == "basic":

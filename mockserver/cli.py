@@ -5,9 +5,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core.errors import LoadError
 from .core.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from .web.access import AccessLog
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPEC = "spec/kindgi.yaml"
@@ -90,22 +96,40 @@ def _coverage(args: argparse.Namespace) -> int:
     return run(args.url, args.control_token, args.junit, args.min)
 
 
-def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
+def _add_serving(parser: argparse.ArgumentParser, threads_help: str) -> None:
+    """What `serve`, `proxy` and `record` share: sources, address, control API, logging, the server."""
     _add_sources(parser)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=4010)
+    parser.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
+    parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                        help="info logs one line per request (buffered); warning only problems")
+    parser.add_argument("--threads", type=int, default=8, help=threads_help)
+    parser.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
+
+
+def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
+    _add_serving(parser, "threads (one process: the drift counts are whole)")
     parser.add_argument("--target", required=True,
                         help="the real deployment's root URL; each request's path is appended to it unchanged")
     parser.add_argument("--fallback", action="store_true",
                         help="when the target cannot answer (refused, timeout, 501), the mock answers from its "
                              "fixtures")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the target (default 10)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=4010)
-    parser.add_argument("--threads", type=int, default=8, help="threads (one process: the drift counts are whole)")
-    parser.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
-    parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
-                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    parser.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
+
+
+def _run(app: "Flask", args: argparse.Namespace, workers: int, access: "AccessLog") -> int:
+    """Serve until stopped: gunicorn, or Flask's development server with --dev; the access log flushed at exit."""
+    from .web.serving import serve
+
+    if args.dev:
+        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    else:
+        serve(app, host=args.host, port=args.port, workers=workers, threads=args.threads, on_exit=access.flush)
+    access.flush()
+    return 0
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -117,7 +141,7 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     from .core.recorder import Recorder
     from .web.app import create_app
     from .web.proxy import Proxy
-    from .web.serving import configure_logging, serve as serve_with_gunicorn
+    from .web.serving import configure_logging
 
     recorder = None
     if args.command == "record":
@@ -147,13 +171,7 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     what = f"recording into {args.out}" if recorder else "proxying"
     print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
-    if args.dev:
-        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
-    else:
-        serve_with_gunicorn(app, host=args.host, port=args.port, workers=1, threads=args.threads,
-                            on_exit=log_buffer.flush)
-    log_buffer.flush()
-    return 0
+    return _run(app, args, 1, log_buffer)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,21 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve a mock of the description")
-    _add_sources(serve)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=4010)
+    _add_serving(serve, "threads per worker (default 8)")
     serve.add_argument("--seed", type=int, default=0, help="seed of generated data (same seed, same data)")
     serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
     serve.add_argument("--no-response-validation", action="store_true",
                        help="do not check answers against the description (for load tests)")
-    serve.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
-    serve.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
-                       help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
-                       help="info logs one line per request (buffered); warning only problems")
     serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
-    serve.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
-    serve.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
     serve.add_argument("--watch", action="store_true",
                        help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
                             "good state)")
@@ -244,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
         return 0
     from .web.app import create_app
-    from .web.serving import configure_logging, serve as serve_with_gunicorn
+    from .web.serving import configure_logging
 
     log_buffer = configure_logging(args.log_level)
 
@@ -258,10 +267,4 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _warn(app.extensions["mockserver"].pipeline.warnings)
     print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
-    if args.dev:
-        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
-    else:
-        serve_with_gunicorn(app, host=args.host, port=args.port, workers=args.workers, threads=args.threads,
-                            on_exit=log_buffer.flush)
-    log_buffer.flush()
-    return 0
+    return _run(app, args, args.workers, log_buffer)

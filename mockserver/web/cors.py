@@ -7,8 +7,8 @@ EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow"
 
 
 def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> dict[str, str]:
-    """`request_headers` by lower-case name. Headers for any answer to a request that came with an Origin: the origin is echoed, not `*`, so cookies
-    and `Authorization` work."""
+    """Headers for any answer to a request that came with an Origin (`request_headers` by lower-case name): the
+    origin is echoed, not `*`, so cookies and `Authorization` work."""
     origin = request_headers.get("origin")
     if not origin:
         return {}

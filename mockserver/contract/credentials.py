@@ -43,8 +43,10 @@ class Sent:
         return tuple(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies))
 
 
-def credential(scheme: dict[str, Any], credentials: Credentials) -> Sent | None:
+def credential(scheme: Any, credentials: Credentials) -> Sent | None:
     """How one security scheme carries the run's credentials, or None when the run has none it takes."""
+    if not isinstance(scheme, dict):
+        return None  # not a Security Scheme Object: nothing to send
     kind, where = str(scheme.get("type", "")).lower(), str(scheme.get("in", "header")).lower()
     http = str(scheme.get("scheme", "")).lower()
     if kind == "http" and http == "basic":
@@ -83,17 +85,6 @@ def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]]
     return Sent()
 
 
-def security_schemes(raw: dict[str, Any], docs: DocumentSet) -> dict[str, dict[str, Any]]:
-    """The description's security schemes by name, `$ref`s followed."""
-    found: dict[str, dict[str, Any]] = {}
-    declared = (raw.get("components") or {}).get("securitySchemes") or {}
-    for name, scheme in declared.items() if isinstance(declared, dict) else ():
-        node, _ = docs.deref(scheme, docs.root.uri + "#/components/securitySchemes/" + name)
-        if isinstance(node, dict):
-            found[name] = node
-    return found
-
-
 def operations(raw: dict[str, Any], docs: DocumentSet) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every operation of the description as Schemathesis labels it (`GET /path`), with its node."""
     for template, item in (raw.get("paths") or {}).items():
@@ -103,9 +94,10 @@ def operations(raw: dict[str, Any], docs: DocumentSet) -> Iterator[tuple[str, di
                 yield f"{method.upper()} {template}", node
 
 
-def per_operation(raw: dict[str, Any], docs: DocumentSet, credentials: Credentials) -> dict[str, Sent]:
-    """Each operation's credentials, by label (operations that need none, or that the run cannot meet, left out)."""
-    schemes = security_schemes(raw, docs)
+def per_operation(raw: dict[str, Any], docs: DocumentSet, schemes: dict[str, dict[str, Any]],
+                  credentials: Credentials) -> dict[str, Sent]:
+    """Each operation's credentials, by label (operations that need none, or that the run cannot meet, left out).
+    `schemes`: the description's security schemes by name, `$ref`s followed (`SpecIndex.security_schemes`)."""
     default = raw.get("security") or []
     found: dict[str, Sent] = {}
     for label, node in operations(raw, docs):

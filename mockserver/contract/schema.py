@@ -60,7 +60,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     annotate(raw, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
-    sent = per_operation(raw, docs, Credentials(token, basic))
+    sent = per_operation(raw, docs, pipeline.spec.security_schemes, Credentials(token, basic))
     apply(schema, sent, headers or {}, security_parameters=security_parameters)
     if operations:
         schema = schema.include(name=chosen)

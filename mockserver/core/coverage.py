@@ -91,9 +91,12 @@ class CoverageModel:
         self._targets = [Targets(op, [p.name for p in op.parameters if p.location == "query"],
                                  [e for p in op.parameters if (e := _enum(p, spec)) is not None])
                          for op in spec.operations.values()]
+        # the (lower-case) headers whose values coverage counts: the journal keeps them for the calls that leave it
+        self.header_names = frozenset(e.parameter.name.lower() for t in self._targets for e in t.enums
+                                      if e.parameter.location == "header")
 
     def measure(self, entries: Iterable[Entry], left: Mapping[Call, int] | None = None, uncounted: int = 0) -> Report:
-        """Coverage of the journal's entries and of the calls that left it (`Journal.left()`)."""
+        """Coverage of the journal's entries and of the calls that left it (`Journal.snapshot()`)."""
         seen = {t.operation.id: OperationCoverage(t) for t in self._targets}
         calls = [(Call(e.operation_id, e.method, e.path, e.query, e.status, tuple(e.request_headers.items())), 1)
                  for e in entries] + list((left or {}).items())
@@ -139,12 +142,6 @@ class CoverageModel:
             return self._router.match(op.method, path, query).path_params
         except MockError:
             return {}
-
-
-def enum_headers(spec: SpecIndex) -> frozenset[str]:
-    """The (lower-case) headers whose values coverage counts: the journal keeps them for the calls that leave it."""
-    return frozenset(p.name.lower() for op in spec.operations.values() for p in op.parameters
-                     if p.location == "header" and _enum(p, spec) is not None)
 
 
 def _split(enum: EnumParameter, raw: list[str]) -> list[str]:

@@ -106,11 +106,11 @@ class Journal:
         else:
             self._uncounted += 1
 
-    def left(self) -> tuple[dict[Call, int], int]:
-        """The calls that left the journal since the last reset, with their counts, and how many more left
-        uncounted (past COUNTED_KINDS distinct calls)."""
+    def snapshot(self) -> tuple[list[Entry], dict[Call, int], int]:
+        """Taken together, so no call is counted twice or missed: the entries, the calls that left the journal
+        since the last reset with their counts, and how many more left uncounted (past COUNTED_KINDS distinct)."""
         with self._lock:
-            return dict(self._left), self._uncounted
+            return list(self._entries), dict(self._left), self._uncounted
 
     def entries(self, *, operation_id: str | None = None, status: int | None = None, method: str | None = None,
                 path_prefix: str | None = None, since: int | None = None, limit: int | None = None) -> list[Entry]:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Token, bearer_token
-from .coverage import enum_headers
+from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .errors import LoadError, MockError, Problem
 from .fixtures import FixtureSet, load_fixtures
@@ -71,7 +71,8 @@ class Pipeline:
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
         self.header_values = self._declared_header_values()
-        self.journal = Journal(self.options.journal_size, enum_headers(spec))
+        self.coverage = CoverageModel(spec, self.router)
+        self.journal = Journal(self.options.journal_size, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations)
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]

@@ -22,7 +22,6 @@ from weakref import WeakKeyDictionary
 from flask import Blueprint, Response, render_template, send_from_directory
 
 from ..core.answers import pick_media_type
-from ..core.coverage import CoverageModel
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
 from ..core.spec import Operation, SpecIndex, examples_of
@@ -48,7 +47,6 @@ class _View:
     """What the pages need of one state of the mock, worked out on first use (a reload makes a new state)."""
 
     groups: dict[str, list[OperationView]]
-    coverage: CoverageModel
     description: dict[str, bytes]  # URL path under DESCRIPTION_PATH -> the document as JSON
     root: str
 
@@ -87,8 +85,8 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
 
     @data.get("/coverage")
     def coverage() -> Response:
-        pipeline, shown = view()
-        report = shown.coverage.measure(pipeline.journal.entries(), *pipeline.journal.left())
+        pipeline = current()
+        report = pipeline.coverage.measure(*pipeline.journal.snapshot())
         return Response(json.dumps(report.as_dict()), content_type="application/json")
 
     @data.get("/callers")
@@ -115,7 +113,7 @@ def _build_view(pipeline: Pipeline) -> _View:
             [int(s) for s in op.declared_statuses if s.isdigit() and int(s) >= 400],
             _sample_url(spec, op), _sample_body(op)))
     root, description = _description_files(spec)
-    return _View(groups, CoverageModel(spec, pipeline.router), description, root)
+    return _View(groups, description, root)
 
 
 def _fixture_items(pipeline: Pipeline, op_id: str) -> int | None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from .answers import is_json
 from .errors import MockError
 from .http import MockRequest
-from .request_validation import ValidRequest, coerce, match_media_type
+from .request_validation import ValidRequest, match_media_type
+from .response_validation import header_problems
 from .schemas import instance_pointer, iter_errors
 from .spec import Operation
 
@@ -134,18 +135,12 @@ def body_violations(op: Operation, status: int, media_type: str, payload: Any) -
 
 def _header_violations(op: Operation, status: int, exchange: Exchange) -> list[Violation]:
     response = op.response(status)
-    found = []
-    for header in (response.headers.values() if response else ()):
-        value = exchange.header(header.name)
-        if value is None:
-            if header.required:
-                found.append(Violation("response", f"/headers/{header.name}", "required",
-                                       f"the required header {header.name} is missing"))
-            continue
-        if header.schema is not None:
-            found.extend(Violation("response", f"/headers/{header.name}", str(error.validator), error.message)
-                         for error in iter_errors(header.schema.validator, coerce(value, header.kinds)))
-    return found
+    if response is None:
+        return []
+    return [Violation("response", f"/headers/{header.name}", "required", f"the required header {header.name} is "
+                      "missing") if error is None else
+            Violation("response", f"/headers/{header.name}", str(error.validator), error.message)
+            for header, error in header_problems(response, exchange.header)]
 
 
 @dataclass

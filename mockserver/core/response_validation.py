@@ -2,12 +2,14 @@
 never sent as if it were fine."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterator
+
+from jsonschema.exceptions import ValidationError
 
 from .errors import MockError
 from .request_validation import coerce
 from .schemas import instance_pointer, iter_errors
-from .spec import Operation
+from .spec import Header, Operation, Response
 
 
 class ContractViolation(MockError):
@@ -40,17 +42,26 @@ def check_response(op: Operation, status: int, media_type: str | None, payload: 
                     {"source": source, "origin": origin, "pointer": pointer, "rule": str(error.validator),
                      "schema": error.schema_path and "/".join(str(p) for p in error.schema_path)})
     lower = {k.lower(): v for k, v in headers.items()}
+    for header, error in header_problems(response, lower.get, skip=fixed_headers):
+        if error is None:
+            raise ContractViolation(f"{where} lacks the required header {header.name}",
+                                    {"source": source, "origin": origin, "rule": "required", "header": header.name})
+        raise ContractViolation(f"{where} has header {header.name}: {error.message}",
+                                {"source": source, "origin": origin, "rule": str(error.validator),
+                                 "header": header.name})
+
+
+def header_problems(response: Response, value_of: Callable[[str], str | None],
+                    skip: frozenset[str] = frozenset()) -> Iterator[tuple[Header, ValidationError | None]]:
+    """The response's declared headers that are wrong: (header, None) for a required one missing, (header, error)
+    for a value that breaks its schema. `value_of` takes a lower-case name; `skip` names headers whose values
+    were checked already (only their presence is)."""
     for header in response.headers.values():
-        value = lower.get(header.name.lower())
+        value = value_of(header.name.lower())
         if value is None:
             if header.required:
-                raise ContractViolation(f"{where} lacks the required header {header.name}",
-                                        {"source": source, "origin": origin, "rule": "required",
-                                         "header": header.name})
+                yield header, None
             continue
-        if header.schema is not None and header.name.lower() not in fixed_headers:
-            errors = list(iter_errors(header.schema.validator, coerce(value, header.kinds)))
-            if errors:
-                raise ContractViolation(f"{where} has header {header.name}: {errors[0].message}",
-                                        {"source": source, "origin": origin, "rule": str(errors[0].validator),
-                                         "header": header.name})
+        if header.schema is not None and header.name.lower() not in skip:
+            for error in iter_errors(header.schema.validator, coerce(value, header.kinds)):
+                yield header, error

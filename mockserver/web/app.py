@@ -155,9 +155,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         return Pipeline.load(spec_path, fixtures_path, Options(**options))  # type: ignore[arg-type]
 
     app = Flask("mockserver")
-    wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None)
-    if watch:
-        wsgi._make_reloader = lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)
+    wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None,
+                    reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
     app.extensions[MOCK_KEY] = wsgi
     if control:
         control_api = control_blueprint(lambda: wsgi.pipeline, control_token, lambda e: _envelope(wsgi.pipeline, e),

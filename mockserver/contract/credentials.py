@@ -42,6 +42,15 @@ class Sent:
     def key(self) -> tuple[tuple[tuple[str, str], ...], ...]:
         return tuple(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies))
 
+    def __bool__(self) -> bool:
+        return bool(self.headers or self.query or self.cookies)
+
+    def add(self, other: Sent) -> None:
+        """`other`'s values where none of that name is here yet (the first scheme wins a header two want)."""
+        for mine, theirs in ((self.headers, other.headers), (self.query, other.query), (self.cookies, other.cookies)):
+            for name, value in theirs.items():
+                mine.setdefault(name, value)
+
 
 def credential(scheme: Any, credentials: Credentials) -> Sent | None:
     """How one security scheme carries the run's credentials, or None when the run has none it takes."""
@@ -72,15 +81,13 @@ def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]]
     for requirement in requirements:
         if not isinstance(requirement, dict) or not requirement:
             continue
-        parts = [credential(schemes.get(name) or {}, credentials) for name in requirement]
-        if all(part is not None for part in parts):
-            sent = Sent()
-            for part in parts:
-                assert part is not None
-                for mine, theirs in ((sent.headers, part.headers), (sent.query, part.query),
-                                     (sent.cookies, part.cookies)):
-                    for name, value in theirs.items():
-                        mine.setdefault(name, value)
+        sent = Sent()
+        for name in requirement:
+            part = credential(schemes.get(name), credentials)
+            if part is None:
+                break
+            sent.add(part)
+        else:
             return sent
     return Sent()
 
@@ -102,7 +109,7 @@ def per_operation(raw: dict[str, Any], docs: DocumentSet, schemes: dict[str, dic
     found: dict[str, Sent] = {}
     for label, node in operations(raw, docs):
         sent = for_requirements(node.get("security", default) or [], schemes, credentials)
-        if sent.key() != Sent().key():
+        if sent:
             found[label] = sent
     return found
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.auth import Caller
+from ..core.documents import DocumentSet
 from ..core.fixtures import FixtureSet
 from ..core.rules import LOCATIONS, Filter, field_getter
 from ..core.spec import Operation, SpecIndex
@@ -95,10 +96,11 @@ def derive(fixtures: FixtureSet, operation_id: str, caller: Caller) -> list[dict
     return [dict(binding) for binding in ranked if binding][:PER_OPERATION]
 
 
-def add_examples(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> dict[str, int]:
-    """Write the derived values into `raw` (the description as read) as named examples of each operation's
+def add_examples(docs: DocumentSet, spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> dict[str, int]:
+    """Write the derived values into the description as read (`docs.root.data`) as named examples of each operation's
     parameters (`fixtures-1`, `fixtures-2` …). A parameter behind a `$ref` is copied into the operation first,
     so the examples stay with it. Returns how many combinations each operation got."""
+    raw = docs.root.data
     added: dict[str, int] = {}
     for op in spec.operations.values():
         combos = derive(fixtures, op.id, caller)
@@ -111,7 +113,7 @@ def add_examples(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, cal
             named.append(("fixtures-missing", missing))
         for example, combo in named:
             for (location, name), value in combo.items():
-                parameter = _own_parameter(raw, op.path, node, location, name)
+                parameter = _own_parameter(docs, op.path, node, location, name)
                 if parameter is not None:
                     _add_example(parameter, example, value)
         added[op.id] = len(combos)
@@ -132,15 +134,15 @@ def _missing(op: Operation, combo: dict[tuple[str, str], Any]) -> dict[tuple[str
     return None
 
 
-def _own_parameter(raw: dict[str, Any], path: str, node: dict[str, Any], location: str,
+def _own_parameter(docs: DocumentSet, path: str, node: dict[str, Any], location: str,
                    name: str) -> dict[str, Any] | None:
     """The operation's own (inline) definition of a parameter, copying a `$ref`'d or path-level one into it.
     Only references inside the description's own file are followed: a parameter from another file gets none."""
     own = node.setdefault("parameters", [])
-    inherited = raw["paths"][path].get("parameters") or []
+    inherited = docs.root.data["paths"][path].get("parameters") or []
     for entries, owned in ((own, True), (inherited, False)):
         for index, entry in enumerate(entries):
-            resolved = resolve_local(raw, entry)
+            resolved = resolve_local(docs, entry)
             if not (isinstance(resolved, dict) and resolved.get("in") == location
                     and _fold(str(resolved.get("name")), location) == _fold(name, location)):
                 continue

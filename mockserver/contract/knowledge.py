@@ -15,10 +15,10 @@ engine and the pytest integration alike) without global state.
 from __future__ import annotations
 
 from typing import Any, Iterator
-from urllib.parse import unquote
 
 from ..core.auth import Caller
-from ..core.documents import unescape_token
+from ..core.documents import DocumentSet, RefError
+from ..core.envelope import dig
 from ..core.fixtures import FixtureSet
 from ..core.request_validation import ValidRequest
 from ..core.rules import Context
@@ -44,11 +44,7 @@ def find(body: Any, name: str, envelope: dict[str, list[Any]] | None) -> Any:
     first key of that name in the body's top two levels (RFC 7807 and `{"error": {...}}` shapes alike)."""
     if envelope is not None:
         path = envelope.get(name)
-        if path is None:
-            return None
-        for step in path:
-            body = body.get(step) if isinstance(body, dict) else None
-        return body
+        return dig(body, path) if path is not None else None
     level = [body]
     for _ in range(_FALLBACK_DEPTH):
         for node in level:
@@ -113,15 +109,16 @@ def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:
     return Context(request, caller)
 
 
-def resolve_local(raw: dict[str, Any], node: Any) -> Any:
-    """`node`, or what its `#/…` reference points to in the same document (None when it points elsewhere)."""
+def resolve_local(docs: DocumentSet, node: Any) -> Any:
+    """`node`, or what its `#/…` reference points to in the description's own file (None when it points elsewhere
+    or nowhere)."""
     for _ in range(32):  # a chain of references, not a loop
         if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
             return node
         if not node["$ref"].startswith("#/"):
             return None
-        target: Any = raw
-        for token in node["$ref"][2:].split("/"):
-            target = target.get(unescape_token(unquote(token))) if isinstance(target, dict) else None
-        node = target
+        try:
+            node = docs.lookup(docs.root.uri + node["$ref"])
+        except RefError:
+            return None
     return None

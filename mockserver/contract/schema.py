@@ -55,7 +55,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     inline_operations(raw, docs)
     labels = dict(_labels(raw, docs))
     chosen = select(labels, operations or [], spec)
-    examples = {op: n for op, n in add_examples(raw, pipeline.spec, pipeline.fixtures, caller).items()
+    examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items()
                 if not operations or op in operations or labels.get(op) in chosen}
     annotate(raw, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())

@@ -224,7 +224,7 @@ def test_every_id_combination_from_the_fixtures_exists_for_its_caller(kindgi_app
     pipeline = Pipeline.load(KINDGI_SPEC, KINDGI_FIXTURES)
     client = kindgi_app.test_client()
     for op in pipeline.spec.operations.values():
-        for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.fixtures.settings, token)):
+        for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.auth, token)):
             path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
             query = {name: value for (where, name), value in combo.items() if where == "query"}
             response = client.get(path, query_string=query, headers={"Authorization": f"Bearer {token}"})

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.auth import Caller
+from ..core.auth import Authenticator, Caller
 from ..core.documents import DocumentSet
 from ..core.fixtures import FixtureSet
 from ..core.rules import LOCATIONS, Filter, field_getter
@@ -24,20 +24,18 @@ PER_OPERATION = 3  # request value combinations per operation: enough to vary, f
 Binding = tuple[tuple[str, str], ...]  # ((location, name), value) pairs, hashable to keep them unique
 
 
-def caller_for(settings: dict[str, Any], token: str | None) -> Caller:
-    """Who the run's token is, per the fixtures' settings (an undeclared token is a caller of the default tenant,
-    as the mock treats it)."""
-    auth = settings.get("auth") or {}
-    declared = (auth.get("tokens") or {}).get(token) if token else None
+def caller_for(auth: Authenticator, token: str | None) -> Caller:
+    """Who the run's token is, per the tokens the fixtures declare (an undeclared token is a caller of the default
+    tenant, as the mock treats it)."""
+    declared = auth.tokens.get(token) if token else None
     if declared:
-        return Caller(declared.get("caller", "anonymous"), declared.get("tenant"), True, "")
-    return Caller("anonymous", auth.get("defaultTenant"), False, "")
+        return Caller(declared.caller, declared.tenant, True, "")
+    return Caller("anonymous", auth.default_tenant, False, "")
 
 
-def usable_token(settings: dict[str, Any]) -> str | None:
+def usable_token(auth: Authenticator) -> str | None:
     """The first token the fixtures declare that is neither expired nor revoked: the in-process mock's caller."""
-    tokens = (settings.get("auth") or {}).get("tokens") or {}
-    return next((name for name, t in tokens.items() if not t.get("expired") and not t.get("revoked")), None)
+    return next((name for name, t in auth.tokens.items() if not t.expired and not t.revoked), None)
 
 
 @dataclass

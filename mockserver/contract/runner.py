@@ -122,7 +122,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     if options.url is None and server is None:
         server = MockServer(options.spec, options.fixtures, strict_auth=True)
     pipeline = server.app.extensions[MOCK_KEY].pipeline if server else None
-    if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.fixtures.settings) is None:
+    if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # no token is declared: strict, the mock would answer every call 401
     contract = load_contract(options.spec, options.fixtures, token=options.token, basic=options.basic,
                              headers=options.headers, operations=options.operations,

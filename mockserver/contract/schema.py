@@ -45,11 +45,10 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     `pipeline`: the mock's own, already built from `spec` and `fixtures`, so they are not read and checked twice.
     `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`)."""
     pipeline = pipeline or Pipeline.load(spec, fixtures)
-    settings = pipeline.fixtures.settings
     if default_token:
-        token = token or usable_token(settings) or PLACEHOLDER_TOKEN
+        token = token or usable_token(pipeline.auth) or PLACEHOLDER_TOKEN
         basic = basic or (token, PLACEHOLDER_PASSWORD)
-    caller = caller_for(settings, token)
+    caller = caller_for(pipeline.auth, token)
     docs = DocumentSet(spec)  # as written (the engine's copy is rewritten to JSON Schema)
     raw = docs.root.data
     inline_operations(raw, docs)

@@ -1,5 +1,5 @@
-"""Stand-ins for a real deployment in the proxy and record tests: the Kindgi mock on a port, a deliberately drifting
-Kindgi (the mock's answers, broken in known places), and helpers to call them."""
+"""Stand-ins for a real deployment in the proxy, record and contract tests: the Kindgi mock on a port, a
+deliberately drifting Kindgi (the mock's answers, broken in known places), and helpers to call them."""
 from __future__ import annotations
 
 import json

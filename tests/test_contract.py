@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import socket
-import threading
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,15 +13,15 @@ from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
-from werkzeug.serving import make_server
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.examples import caller_for, derive
-from mockserver.core.pipeline import Pipeline
 from mockserver.testing import MockServer
+from mockserver.web.app import MOCK_KEY
+from stand_ins import Served
 
 DATA = Path(__file__).resolve().parent / "data"
 NOTES = DATA / "contract"
@@ -38,14 +36,11 @@ Rewrite = Callable[[str, list[tuple[str, str]], bytes], tuple[str, list[tuple[st
 @contextmanager
 def serving(app: Wsgi, base_path: str = "/api") -> Iterator[str]:
     """The app on a free port, in a thread; yields its base URL (with the description's base path)."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = Served(app)
     try:
-        yield f"http://127.0.0.1:{server.server_port}{base_path}"
+        yield server.url + base_path
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def notes_mock() -> Wsgi:
@@ -221,7 +216,7 @@ def test_the_kindgi_mock_keeps_the_contract_and_fixture_ids_reach_200s(capsys: p
 
 @pytest.mark.parametrize("token", ["demo-token", "other-tenant-token"])
 def test_every_id_combination_from_the_fixtures_exists_for_its_caller(kindgi_app, token: str):
-    pipeline = Pipeline.load(KINDGI_SPEC, KINDGI_FIXTURES)
+    pipeline = kindgi_app.extensions[MOCK_KEY].pipeline  # the app's own, not loaded again
     client = kindgi_app.test_client()
     for op in pipeline.spec.operations.values():
         for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.auth, token)):
@@ -246,9 +241,7 @@ def test_any_description_is_checked_and_its_gaps_named(capsys: pytest.CaptureFix
 
 
 def test_an_unreachable_server_fails_with_the_reason(capsys: pytest.CaptureFixture[str]):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # free, and nobody listens on it once closed
+    port = free_port()  # nobody listens on it once closed
     assert main(["contract", "--url", f"http://127.0.0.1:{port}", "--token", "demo-token", "--max-examples", "2",
                  "--operation", "listTestSets"]) == 1
     output = capsys.readouterr().out

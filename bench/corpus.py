@@ -28,7 +28,6 @@ from schemathesis.openapi.checks import UndefinedStatusCode
 from mockserver.contract import Finding, Options, run
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
-from mockserver.web.app import MOCK_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -157,7 +156,7 @@ def check(description: Description, max_examples: int | None = None, seed: int =
     server = MockServer(description.path, None)
     startup = time.monotonic() - started
     memory = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
-    spec = server.app.extensions[MOCK_KEY].pipeline.spec
+    spec = server.pipeline.spec
     # every call carries credentials (no security parameters of Schemathesis' own): without them a request is a
     # 401, which most descriptions leave undocumented
     options = Options(description.path, None, max_examples=max_examples, seed=seed,

@@ -13,7 +13,8 @@ from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from .web.app import create_app
+from .core.pipeline import Pipeline
+from .web.app import MOCK_KEY, create_app
 
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request
 _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
@@ -46,6 +47,11 @@ class MockServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The state the mock serves now (a reload swaps it whole)."""
+        return self.app.extensions[MOCK_KEY].pipeline  # type: ignore[no-any-return]
 
     @property
     def url(self) -> str:

@@ -10,12 +10,11 @@ import pytest
 from conftest import KINDGI_FIXTURES, KINDGI_SPEC
 from mockserver.contract import load_contract
 from mockserver.testing import MockServer
-from mockserver.web.app import MOCK_KEY
 
 # parametrize() takes the schema's settings as they are when it decorates: the mock must be up by then
 mock = MockServer(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True).start()
 schema = load_contract(KINDGI_SPEC, KINDGI_FIXTURES, default_token=True,
-                       pipeline=mock.app.extensions[MOCK_KEY].pipeline).schema  # read once, for both
+                       pipeline=mock.pipeline).schema  # read once, for both
 schema.config.update(base_url=mock.url)
 schema.config.generation.update(max_examples=15, deterministic=True, database="none")
 schema.config.checks.update(included_check_names=["all"])

@@ -20,13 +20,13 @@ from ..core.auth import Caller
 from ..core.documents import DocumentSet, RefError
 from ..core.envelope import dig
 from ..core.fixtures import FixtureSet
+from ..core.query import page_names
 from ..core.request_validation import ValidRequest
 from ..core.rules import Context
 from ..core.spec import Operation, SpecIndex
 
 KEY = "x-contract"
 DEFAULT_REQUEST_ID_HEADER = "X-Request-Id"
-PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCursor", "limit": "limit", "cursor": "cursor"}
 _FALLBACK_DEPTH = 2
 
 
@@ -67,7 +67,7 @@ def annotate(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller:
         located = fixtures.operations.get(op.id)
         config = located.value if located else {}
         listing = config.get("list") or {}
-        page = {**PAGE_DEFAULTS, **(listing.get("page") or {})}
+        page = page_names(listing)
         takes_cursor = any(p.location == "query" and p.name == page["cursor"] for p in op.parameters)
         node[KEY] = {
             "requestIdHeader": _request_id_header(settings, op),

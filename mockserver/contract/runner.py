@@ -22,7 +22,6 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..core.pipeline import Pipeline
 from ..testing import MockServer
-from ..web.app import MOCK_KEY
 from .examples import usable_token
 from .schema import load_contract
 
@@ -121,7 +120,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     server = mock if options.url is None else None
     if options.url is None and server is None:
         server = MockServer(options.spec, options.fixtures, strict_auth=True)
-    pipeline = server.app.extensions[MOCK_KEY].pipeline if server else None
+    pipeline = server.pipeline if server else None
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # no token is declared: strict, the mock would answer every call 401
     contract = load_contract(options.spec, options.fixtures, token=options.token, basic=options.basic,
@@ -194,7 +193,7 @@ def _serving(server: MockServer | None, options: Options, schema: OpenApiSchema)
         yield options.url.rstrip("/"), options.url
         return
     server.start()
-    strict = " (strict auth)" if server.app.extensions[MOCK_KEY].pipeline.auth.strict else ""
+    strict = " (strict auth)" if server.pipeline.auth.strict else ""
     try:
         yield server.url + schema.declared_base_path().rstrip("/"), f"the mock, in-process{strict}"
     finally:

@@ -17,7 +17,7 @@ from .fixtures import Collection, FixtureSet, Located
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import negotiate
 from .pagination import CursorSealer
-from .query import ItemQuery, ListQuery, to_json
+from .query import ItemQuery, ListQuery, page_names, to_json
 from .rules import Condition, Context, Filter, compile_condition
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
@@ -129,7 +129,7 @@ class Answers:
             collection = self._collection(config["list"]["from"], fixtures, located, "list", "from")
             if collection:
                 limit = next((p for p in op.parameters if p.location == "query"
-                              and p.name == config["list"].get("page", {}).get("limit", "limit")), None)
+                              and p.name == page_names(config["list"])["limit"]), None)
                 result.listing = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
                 self._check_items(op, result.listing, located)
         if "item" in config:

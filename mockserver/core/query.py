@@ -31,6 +31,15 @@ def to_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+# a list's page fields and parameters, unless its fixture's `page` names others
+PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCursor", "limit": "limit", "cursor": "cursor"}
+
+
+def page_names(listing: dict[str, Any]) -> dict[str, str]:
+    """The names a fixture's `list` uses for its page fields and parameters."""
+    return {**PAGE_DEFAULTS, **(listing.get("page") or {})}
+
+
 class Page(NamedTuple):
     payload: dict[str, Any]
     body: bytes
@@ -67,12 +76,9 @@ class ListQuery:
         self.sealer = sealer
         self.where = [Filter(f) for f in config.get("where", [])]
         self.filters = [Filter(f) for f in config.get("filters", [])]
-        page = config.get("page", {})
-        self.items_field = page.get("items", "data")
-        self.has_more_field = page.get("hasMore", "hasMore")
-        self.next_field = page.get("nextCursor", "nextCursor")
-        self.limit_param = page.get("limit", "limit")
-        self.cursor_param = page.get("cursor", "cursor")
+        page = page_names(config)
+        self.items_field, self.has_more_field, self.next_field = page["items"], page["hasMore"], page["nextCursor"]
+        self.limit_param, self.cursor_param = page["limit"], page["cursor"]
         self.limit_default = limit_default
         latest = config.get("latest")
         self.group_by = field_getter(latest["by"]) if latest else None

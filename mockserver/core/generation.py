@@ -21,12 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
 import rstr
-from faker import Faker
 from jsonschema import Draft202012Validator
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 Resolve = Callable[[str, str], tuple[Any, str]]
 
@@ -407,9 +409,20 @@ class SchemaGenerator:
     def __init__(self, resolve: Resolve, *, max_depth: int = 5, locale: str = "en_US") -> None:
         self._resolve = resolve
         self._max_depth = max_depth
-        self._faker = Faker(locale)  # built once: construction is slow, reseeding is cheap
+        self._locale = locale
+        self._made: Faker | None = None
         # The shared Faker is reseeded per call, so concurrent calls would interleave its state.
         self._lock = threading.Lock()
+
+    @property
+    def _faker(self) -> Faker:
+        """Made once, on the first generated value (under the lock): importing Faker alone is 0.13 s of a
+        start-up that often generates nothing (fixtures and examples answer); reseeding it is cheap."""
+        if self._made is None:
+            from faker import Faker
+
+            self._made = Faker(self._locale)
+        return self._made
 
     def generate(self, schema: Any, base_uri: str, rng: random.Random) -> Any:
         """Deterministic for the same schema and rng state."""

@@ -47,7 +47,7 @@ def text(report: dict[str, Any], url: str, minimum: float | None = None) -> str:
     unmatched = f" ({report['unmatched']} to no operation)" if report["unmatched"] else ""
     lines = [f"mockserver coverage of {url} · {report['calls']} calls since the last reset{unmatched}"]
     if report["journalFull"]:
-        lines.append("note: past 20,000 distinct calls that left the journal, further ones are counted but not broken "
+        lines.append("note: past 20,000 distinct calls, further ones are counted but not broken "
                      "down")
     for op in report["operations"]:
         lines += ["", f"{op['method']} {op['path']}  {op['operationId']} · {op['calls']} calls · "

@@ -2,6 +2,7 @@
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
 from mockserver import create_app
 from mockserver.core.journal import Journal, mask
+from mockserver.core.state.memory import MemoryStore
 
 
 def test_the_journal_records_what_was_asked_and_answered(kindgi):
@@ -46,4 +47,4 @@ def test_clear_and_reset_empty_it(kindgi):
     kindgi.get("/v1/test-sets", headers=DEMO)
     kindgi.post("/__mock/reset")
     assert body(kindgi.get("/__mock/requests"))["requests"] == []
-    assert Journal(3).entries() == []
+    assert Journal(MemoryStore(journal_size=3)).entries() == []

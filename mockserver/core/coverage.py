@@ -1,18 +1,18 @@
 """Consumer coverage: what a client's calls exercised of the description, read from the request journal. For each
 operation, the declared statuses it answered, the query parameters it was sent and the enum values of its
 parameters that were used, with those never exercised; and a total percentage. It answers "did our frontend's
-tests ever see a 503 from listTestSets?". Computed from the journal's entries and the calls that left it
-(counted, not kept), so it covers every call since the last reset."""
+tests ever see a 503 from listTestSets?". Computed from the calls the store counted (every call since the last
+reset, not only those the bounded journal still holds)."""
 from __future__ import annotations
 
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 from urllib.parse import parse_qsl
 
 from .errors import MockError
-from .journal import Call, Entry
+from .journal import Call
 from .request_validation import DELIMITERS, items_schema
 from .router import Router
 from .spec import Operation, Parameter, SpecIndex
@@ -74,7 +74,7 @@ class Report:
     operations: list[OperationCoverage]
     calls: int
     unmatched: int  # calls that reached no operation: unknown path, wrong method, a limit
-    journal_full: bool  # some calls that left the journal are counted in `calls` only (past COUNTED_KINDS)
+    journal_full: bool  # some calls are counted in `calls` only (past COUNTED_KINDS distinct ones)
 
     def as_dict(self) -> dict[str, Any]:
         operations = [op.as_dict() for op in self.operations]
@@ -95,19 +95,18 @@ class CoverageModel:
         self.header_names = frozenset(e.parameter.name.lower() for t in self._targets for e in t.enums
                                       if e.parameter.location == "header")
 
-    def measure(self, entries: Iterable[Entry], left: Mapping[Call, int] | None = None, uncounted: int = 0) -> Report:
-        """Coverage of the journal's entries and of the calls that left it (`Journal.snapshot()`)."""
+    def measure(self, calls: Mapping[Call, int], uncounted: int = 0) -> Report:
+        """Coverage of the calls since the last reset (`Journal.calls()`), and of `uncounted` more that were
+        counted only as a number."""
         seen = {t.operation.id: OperationCoverage(t) for t in self._targets}
-        calls = [(Call(e.operation_id, e.method, e.path, e.query, e.status, tuple(e.request_headers.items())), 1)
-                 for e in entries] + list((left or {}).items())
         unmatched = 0
-        for call, times in calls:
+        for call, times in calls.items():
             coverage = seen.get(call.operation_id or "")
             if coverage is None:
                 unmatched += times
             else:
                 self._count(coverage, call, times)
-        return Report(list(seen.values()), sum(times for _, times in calls) + uncounted, unmatched, uncounted > 0)
+        return Report(list(seen.values()), sum(calls.values()) + uncounted, unmatched, uncounted > 0)
 
     def _count(self, coverage: OperationCoverage, call: Call, times: int) -> None:
         targets = coverage.targets

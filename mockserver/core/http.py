@@ -52,3 +52,4 @@ class MockResponse:
     scenario_id: str | None = None
     delay_ms: int = 0  # latency a scenario asks for: the HTTP layer waits before answering
     disconnect: str | None = None  # "close" (no response at all) or "truncate" (half a body), from a scenario
+    session: str | None = None  # the session the request belongs to (X-Mock-Session), for the journal

@@ -28,6 +28,7 @@ from .rules import Context
 from .scenarios import Effect, ScenarioError, Scenarios, declared_message
 from .schemas import instance_pointer, iter_errors
 from .spec import Header, Operation, SpecIndex
+from .state import SESSION_TTL, Store, open_store, session_of
 
 log = logging.getLogger("mockserver")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -43,6 +44,8 @@ class Options:
     max_body: int = 1024 * 1024  # bytes; a larger body is 413
     max_url: int = 8192  # bytes of path and query; longer is 414
     max_header: int = 8192  # bytes of one header value; longer is 431
+    state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
+    session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
 
 
 def parse_prefer(header: str | None) -> dict[str, str]:
@@ -56,10 +59,14 @@ def parse_prefer(header: str | None) -> dict[str, str]:
 
 
 class Pipeline:
-    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, options: Options | None = None) -> None:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, options: Options | None = None,
+                 store: Store | None = None) -> None:
+        """`store`: where runtime state lives (kept across reloads, shared by workers when it is Redis); a memory
+        store of this process when None."""
         self.spec = spec
         self.fixtures = fixtures
         self.options = options or Options()
+        self.store = store or open_store(None, journal_size=self.options.journal_size)
         settings = fixtures.settings
         self.request_id_header = settings.get("requestIdHeader", "X-Request-Id")
         auth = settings.get("auth", {})
@@ -69,11 +76,14 @@ class Pipeline:
         self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
         self.errors = ErrorRenderer(settings.get("errors"), spec)
-        self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
+        # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
+        # process sharing it
+        self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
+                               seed=self.options.seed)
         self.header_values = self._declared_header_values()
         self.coverage = CoverageModel(spec, self.router)
-        self.journal = Journal(self.options.journal_size, self.coverage.header_names)
-        self.scenarios = Scenarios(spec.operations)
+        self.journal = Journal(self.store, self.coverage.header_names)
+        self.scenarios = Scenarios(spec.operations, self.store, self.check_scenario_body)
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]
         self.new_request_id = self._request_id_maker()
@@ -88,14 +98,15 @@ class Pipeline:
         self.warnings = spec.warnings + self.answers.warnings  # said once, at start-up, by whoever serves
 
     @classmethod
-    def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None) -> "Pipeline":
+    def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None,
+             store: Store | None = None) -> "Pipeline":
         """Load and check everything; LoadError lists every problem of the description and the fixtures."""
         fixtures = load_fixtures(fixtures_path)
         try:
             spec = SpecIndex(spec_path)
         except LoadError as exc:
             raise LoadError(exc.problems + fixtures.problems) from None
-        return cls(spec, fixtures, options)
+        return cls(spec, fixtures, options, store)
 
     # -- start-up checks -----------------------------------------------------------------------------------
     def _declared_header_values(self) -> dict[tuple[str, int], dict[str, str]]:
@@ -124,12 +135,11 @@ class Pipeline:
         problems = []
         for located in self.fixtures.scenarios:
             try:
-                self.scenarios.compile(located.value, "fixtures", self.check_scenario_body)
+                self.scenarios.compile(located.value, "fixtures")
             except ScenarioError as exc:
                 problems.append(located.doc.problem(located.pointer + exc.pointer, str(exc), exc.rule))
         if not problems:
-            self.scenarios.set_baseline([(loc.value, "fixtures") for loc in self.fixtures.scenarios],
-                                        self.check_scenario_body)
+            self.scenarios.set_baseline([loc.value for loc in self.fixtures.scenarios])
         return problems
 
     def check_scenario_body(self, op: Operation, status: int, payload: Any) -> None:
@@ -214,17 +224,25 @@ class Pipeline:
         request_id = self.request_id(request)
         op: Operation | None = None
         effect: Effect | None = None
+        session, session_error = None, None
+        try:
+            session = session_of(request)
+        except MockError as error:
+            session_error = error
         try:
             query = request.query() or {}  # not UTF-8: the request check says so, once the operation is known
             match = self.router.match(request.method, request.path, query)
             op = match.operation  # known first, so a refusal below takes the operation's own error shape
             self._check_size(request)
+            if session_error is not None:
+                raise session_error
+            self.store.check()
             caller = self.auth.authenticate(op, request)
             valid = self.validators[op.id].validate(request, match.path_params)
             prefer = parse_prefer(request.header("prefer"))
             if "code" in prefer:
                 raise self._preferred_error(op, prefer["code"])
-            effect = self.scenarios.effect(op, match.path_params, query, request, bearer_token(request))
+            effect = self.scenarios.effect(op, match.path_params, query, request, bearer_token(request), session)
             if effect is not None and effect.error is not None:
                 raise effect.error
             answer = self._answer(op, Context(valid, caller), prefer, request, effect)
@@ -248,6 +266,7 @@ class Pipeline:
         if effect is not None:
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
+        response.session = session
         return response
 
     def _check_size(self, request: MockRequest) -> None:

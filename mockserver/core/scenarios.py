@@ -2,15 +2,15 @@
 
 A scenario matches requests (operation, path parameters, query values, headers, the caller's token) and says
 what to do: answer a status (the operation's own error, or a body of its own), add latency, fail the first N
-calls, fail a seeded fraction of calls, or break the connection. Counts are kept under a lock, so `times: 2`
-is exact however many requests arrive at once."""
+calls, fail a seeded fraction of calls, or break the connection. Counts are kept in the store, atomically, so
+`times: 2` is exact however many requests arrive at once, in however many workers and replicas."""
 from __future__ import annotations
 
-import itertools
-import random
+import logging
 import threading
-from dataclasses import dataclass, field
-from typing import Any
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
 
 from jsonschema import Draft202012Validator
 
@@ -18,6 +18,9 @@ from .errors import MockError
 from .http import MockRequest
 from .schemas import instance_pointer, iter_errors
 from .spec import Operation
+from .state import Book, Record, Store, unit
+
+log = logging.getLogger("mockserver")
 
 SCENARIO_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -56,12 +59,14 @@ _VALIDATOR = Draft202012Validator(SCENARIO_SCHEMA)
 
 
 class ScenarioError(ValueError):
-    """A scenario that cannot be set: says what is wrong and where (a JSON pointer in the scenario)."""
+    """A scenario that cannot be set: says what is wrong and where (a JSON pointer in the scenario; `index`, the
+    scenario's place in a list set at once)."""
 
     def __init__(self, message: str, pointer: str = "", rule: str = "") -> None:
         super().__init__(message)
         self.pointer = pointer
         self.rule = rule
+        self.index: int | None = None
 
 
 @dataclass
@@ -80,12 +85,11 @@ class Effect:
 @dataclass
 class Scenario:
     id: str
+    uid: str  # names its counts in the store
     spec: dict[str, Any]
     operation: Operation
     origin: str  # "fixtures" or "runtime"
-    remaining: int | None = None
-    rng: random.Random = field(default_factory=random.Random)  # draws `rate` and latency ranges, seeded
-    hits: int = 0
+    session: str | None = None
 
     def matches(self, op: Operation, path_params: dict[str, str], query: dict[str, list[str]],
                 request: MockRequest, token: str | None) -> bool:
@@ -100,26 +104,45 @@ class Scenario:
             return False
         return "token" not in spec or spec["token"] == token
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def times(self) -> int | None:
+        return self.spec.get("times")
+
+    def with_id(self, scenario_id: str, uid: str | None = None) -> "Scenario":
+        return replace(self, id=scenario_id, uid=uid or self.uid)
+
+    def as_dict(self, hits: int) -> dict[str, Any]:
         shown = {"id": self.id, **{k: v for k, v in self.spec.items() if k != "id"}, "origin": self.origin,
-                 "hits": self.hits}
-        if self.remaining is not None:
-            shown["remaining"] = self.remaining
+                 "hits": hits}
+        if self.session is not None:
+            shown["session"] = self.session
+        if self.times is not None:
+            shown["remaining"] = max(self.times - hits, 0)
         return shown
 
 
 class Scenarios:
-    """The scenarios in force: those from the fixtures, then those set at run time (newest first wins)."""
+    """The scenarios in force: the fixtures' and those set at run time, which live in the store (shared by every
+    worker and replica there). Precedence: the request's session's own (newest first), then the global ones
+    (newest first), then the fixtures'. The store's book is compiled against this description once per version,
+    so a request that matches no scenario costs no round trip; one that matches is counted in the store,
+    atomically."""
 
-    def __init__(self, operations: dict[str, Operation]) -> None:
+    def __init__(self, operations: dict[str, Operation], store: Store, check_body: Any = None) -> None:
         self._operations = operations
         self._by_route = {(op.method, op.path): op for op in operations.values()}
+        self._store = store
+        self._check_body = check_body
+        self._baseline: list[Scenario] = []
         self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._baseline: list[tuple[dict[str, Any], str]] = []
-        self._active: list[Scenario] = []
+        self._version = -1
+        self._global: list[Scenario] = []
+        self._by_session: dict[str, list[Scenario]] = {}
+        self._removed: frozenset[str] = frozenset()
+        self._spent: set[str] = set()  # uids whose `times` are used up, as this process learnt it
+        self._unfit: set[str] = set()  # uids already said not to fit this description
 
-    def compile(self, spec: Any, origin: str, check_body: Any = None) -> Scenario:
+    def compile(self, spec: Any, origin: str, uid: str = "", session: str | None = None) -> Scenario:
         """A checked scenario, or ScenarioError naming the first problem."""
         if isinstance(spec, dict) and not {"status", "latency", "break"} & spec.keys():
             raise ScenarioError("a scenario must do something: give a status, a latency or a break", "", "required")
@@ -146,77 +169,141 @@ class Scenarios:
         if status is not None and status < 400 and "body" not in spec and _has_content(op, status):
             raise ScenarioError(f"status {status} needs a `body` (errors take the API's envelope on their own)",
                                 "/status", "body")
-        if "body" in spec and check_body is not None:
-            check_body(op, status, spec["body"])
-        return Scenario(spec.get("id") or f"s{next(self._ids)}", dict(spec), op, origin, spec.get("times"),
-                        random.Random(spec.get("seed", 0)))
+        if "body" in spec and self._check_body is not None:
+            self._check_body(op, status, spec["body"])
+        return Scenario(spec.get("id", ""), uid, dict(spec), op, origin, session)
 
-    def set_baseline(self, specs: list[tuple[dict[str, Any], str]], check_body: Any = None) -> None:
-        """The fixtures' scenarios (spec, origin): checked now, and restored by `reset`."""
-        compiled = [self.compile(spec, origin, check_body) for spec, origin in specs]
-        self._baseline = specs
-        self._check_body = check_body
-        with self._lock:
-            self._active = compiled
+    def set_baseline(self, specs: list[dict[str, Any]]) -> None:
+        """The fixtures' scenarios, checked by `compile` already; their counts are kept in the store too."""
+        self._baseline = []
+        for number, spec in enumerate(specs, 1):
+            scenario_id = spec.get("id") or f"f{number}"
+            self._baseline.append(self.compile(spec, "fixtures", f"fixtures:{scenario_id}").with_id(scenario_id))
 
-    def adopt(self, previous: "Scenarios", check_body: Any = None) -> list[str]:
-        """Take over the scenarios set at run time from the state this one replaces (a reload); those that no
-        longer fit the description are dropped, and said why."""
-        dropped = []
-        with previous._lock:
-            runtime = [s for s in previous._active if s.origin == "runtime"]
-        for old in reversed(runtime):
+    # -- the control API ------------------------------------------------------------------------------------
+    def add(self, specs: list[Any], session: str | None) -> list[dict[str, Any]]:
+        """Check every scenario (ScenarioError with the index of the first bad one in `.index`), then set them all
+        at once; a taken id is a ScenarioError with rule `unique`."""
+        compiled = []
+        for index, spec in enumerate(specs):
             try:
-                scenario = self.compile(old.spec, "runtime", check_body)
+                compiled.append(self.compile(spec, "runtime", session=session))
             except ScenarioError as exc:
-                dropped.append(f"{old.id}: {exc}")
-                continue
-            scenario.id, scenario.remaining, scenario.hits, scenario.rng = old.id, old.remaining, old.hits, old.rng
-            self.add(scenario)
-        return dropped
+                exc.index = index
+                raise
+        added: list[Scenario] = []
 
-    def reset(self) -> None:
-        self.set_baseline(self._baseline, getattr(self, "_check_body", None))
+        def change(book: Book, hits: Callable[[Iterable[str]], dict[str, int]]) -> Book:
+            kept = self._unspent(book.runtime, hits)
+            taken = {r.id for r in kept if r.session == session}
+            if session is None:
+                taken |= {s.id for s in self._baseline if s.id not in book.removed}
+            serial = book.version
+            added.clear()
+            for scenario in compiled:
+                serial += 1
+                scenario_id = scenario.id or f"s{serial}"
+                if scenario_id in taken:
+                    raise ScenarioError(f"a scenario with id {scenario_id!r} is already set", "/id", "unique")
+                taken.add(scenario_id)
+                added.append(scenario.with_id(scenario_id, uuid.uuid4().hex))
+            records = [Record(s.uid, s.id, s.spec, session) for s in reversed(added)]
+            return book.next([*records, *kept])
 
-    def add(self, scenario: Scenario) -> None:
-        with self._lock:
-            if any(s.id == scenario.id for s in self._active):
-                raise ScenarioError(f"a scenario with id {scenario.id!r} is already set", "/id", "unique")
-            self._active.insert(0, scenario)
+        self._store.change_book(change)
+        return [s.as_dict(0) for s in added]
 
-    def remove(self, scenario_id: str | None = None) -> int:
-        """Remove one scenario, or all of them; how many were removed."""
-        with self._lock:
-            before = len(self._active)
-            self._active = [s for s in self._active if scenario_id is not None and s.id != scenario_id]
-            return before - len(self._active)
+    def remove(self, session: str | None, scenario_id: str | None = None) -> int:
+        """One scenario of the session (or a global or fixtures' one without a session), or all of them (without a
+        session: every scenario, every session's and the fixtures' too); how many were removed."""
+        gone: list[str] = []
 
-    def list(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [s.as_dict() for s in self._active]
+        def change(book: Book, hits: Callable[[Iterable[str]], dict[str, int]]) -> Book:
+            gone.clear()
+            if scenario_id is None:
+                drop = [r for r in book.runtime if session is None or r.session == session]
+                removed = {s.id for s in self._baseline} if session is None else book.removed
+            else:
+                drop = [r for r in book.runtime if r.session == session and r.id == scenario_id]
+                removed = book.removed | ({scenario_id} if session is None and any(
+                    s.id == scenario_id for s in self._baseline) else set())
+            live = self._unspent(drop, hits)
+            gone.extend(r.uid for r in live)
+            gone.extend(f"fixtures:{i}" for i in removed - book.removed)
+            return book.next([r for r in book.runtime if r not in drop], removed)
 
+        self._store.change_book(change)
+        self._store.forget_counts(gone)
+        return len(gone)
+
+    def list(self, session: str | None) -> list[dict[str, Any]]:
+        """The scenarios a call of the session sees (without one: every scenario), in the order they are tried;
+        those whose `times` are used up are gone."""
+        scenarios = self._in_force(session, everything=session is None)
+        hits = self._store.hits(s.uid for s in scenarios)
+        return [s.as_dict(hits[s.uid]) for s in scenarios if s.times is None or hits[s.uid] < s.times]
+
+    # -- the request path -----------------------------------------------------------------------------------
     def effect(self, op: Operation, path_params: dict[str, str], query: dict[str, list[str]],
-               request: MockRequest, token: str | None) -> Effect | None:
-        """The effect of the first scenario that matches and is due; counts are consumed atomically."""
-        with self._lock:
-            for scenario in self._active:
-                if not scenario.matches(op, path_params, query, request, token):
-                    continue
-                if "rate" in scenario.spec and scenario.rng.random() >= scenario.spec["rate"]:
-                    continue
-                scenario.hits += 1
-                if scenario.remaining is not None:
-                    scenario.remaining -= 1
-                    if scenario.remaining == 0:
-                        self._active.remove(scenario)
-                return self._effect_of(scenario)
+               request: MockRequest, token: str | None, session: str | None = None) -> Effect | None:
+        """The effect of the first scenario that matches and is due; its firing is counted in the store."""
+        for scenario in self._in_force(session):
+            if scenario.uid in self._spent or not scenario.matches(op, path_params, query, request, token):
+                continue
+            spec = scenario.spec
+            if "rate" in spec and unit(spec.get("seed", 0), "rate", self._store.draw(scenario.uid)) >= spec["rate"]:
+                continue
+            hit = self._store.hit(scenario.uid, scenario.times)
+            if hit < 0 or hit == scenario.times:
+                self._spent.add(scenario.uid)
+            if hit < 0:
+                continue
+            return self._effect_of(scenario, hit)
         return None
 
+    def _in_force(self, session: str | None, everything: bool = False) -> list[Scenario]:
+        self._refresh()
+        if everything:
+            own = [s for scenarios in self._by_session.values() for s in scenarios]
+        else:
+            own = self._by_session.get(session, []) if session is not None else []
+        return [*own, *self._global, *(s for s in self._baseline if s.id not in self._removed)]
+
+    def _refresh(self) -> None:
+        """Compile the store's book when it changed; a scenario that no longer fits this description (after a
+        reload, or set through a replica serving another) is left out, and said once."""
+        book = self._store.book()
+        if book.version == self._version:
+            return
+        with self._lock:
+            if book.version == self._version:
+                return
+            by_session: dict[str, list[Scenario]] = {}
+            global_: list[Scenario] = []
+            for record in book.runtime:
+                try:
+                    scenario = self.compile(record.spec, "runtime", record.uid, record.session).with_id(record.id)
+                except ScenarioError as exc:
+                    if record.uid not in self._unfit:
+                        self._unfit.add(record.uid)
+                        log.warning("the scenario %r no longer fits the description and is left out: %s",
+                                    record.id, exc)
+                    continue
+                (global_ if record.session is None else by_session.setdefault(record.session, [])).append(scenario)
+            self._global, self._by_session, self._removed = global_, by_session, book.removed
+            self._version = book.version
+
+    def _unspent(self, records: Iterable[Record], hits: Callable[[Iterable[str]], dict[str, int]]) -> list[Record]:
+        records = list(records)
+        counts = hits(r.uid for r in records if "times" in r.spec)
+        return [r for r in records if "times" not in r.spec or counts[r.uid] < r.spec["times"]]
+
     @staticmethod
-    def _effect_of(scenario: Scenario) -> Effect:
+    def _effect_of(scenario: Scenario, hit: int) -> Effect:
         spec = scenario.spec
         latency = spec.get("latency", 0)
-        delay = latency if isinstance(latency, int) else scenario.rng.randint(latency["min"], latency["max"])
+        delay = latency if isinstance(latency, int) else latency["min"] + int(
+            unit(spec.get("seed", 0), "latency", hit) * (latency["max"] - latency["min"] + 1))
         effect = Effect(scenario.id, delay, headers=dict(spec.get("responseHeaders", {})),
                         disconnect=spec.get("break"))
         status = spec.get("status")

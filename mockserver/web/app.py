@@ -20,6 +20,7 @@ from werkzeug.exceptions import HTTPException
 from ..core.errors import MockError
 from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Options, Pipeline
+from ..core.state import open_store
 from .access import ACCESS
 from .control import PREFIX, control_blueprint
 from .cors import cors_headers, is_preflight, preflight_headers
@@ -117,7 +118,7 @@ class MockWSGI:
             method=method, path=mock_request.path, query=mock_request.query_string, request_headers=headers,
             request_body=body, status=result.status, response_headers=out_headers, response_body=result.body,
             source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
-            duration_ms=(time.perf_counter() - started) * 1000)
+            duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
         _log(environ, result.status, started, result.source, result.operation_id)
         if result.disconnect == "close":
             _shut_socket(environ)  # the client gets no response at all; the server's write finds a closed socket
@@ -145,14 +146,18 @@ def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
                control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
                **options: object) -> Flask:
-    """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong.
+    """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong, and
+    StateError when the state store (`state="redis://…"`) cannot be used.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
     deployment instead of answering them (the pipeline still checks them, and answers on fallback)."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
+    settings = Options(**options)  # type: ignore[arg-type]
+    # one store for the app's life: a reload builds a new pipeline on the same state (StateError if unusable)
+    store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl)
 
     def build() -> Pipeline:
-        return Pipeline.load(spec_path, fixtures_path, Options(**options))  # type: ignore[arg-type]
+        return Pipeline.load(spec_path, fixtures_path, settings, store)
 
     app = Flask("mockserver")
     wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None,

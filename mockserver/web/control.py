@@ -1,6 +1,7 @@
 """The control API under `/__mock/`: health, scenarios, the request journal and reset. It is not part of the
 described API; its own description is served at `/__mock/openapi.json`. Its inputs are validated like any API
-input: a malformed scenario is a 400 that says what and where, never a 500."""
+input: a malformed scenario is a 400 that says what and where, never a 500. Each call acts on one session
+(`?session=`, `X-Mock-Session` or the `mock_session` cookie), or without one on the whole mock."""
 from __future__ import annotations
 
 import hmac
@@ -15,6 +16,7 @@ from ..core.drift import DriftLog
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
 from ..core.scenarios import ScenarioError
+from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
 
 PREFIX = "/__mock"
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
@@ -48,8 +50,10 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.get("/health")
     def health() -> Response:
-        spec = current().spec  # once: a reload may swap the state between two reads
-        return ok({"status": "ok", "title": spec.title, "operations": len(spec.operations)})
+        pipeline = current()  # once: a reload may swap the state between two reads
+        state = pipeline.store.describe()
+        return ok({"status": "ok" if state["available"] else "state-unavailable", "title": pipeline.spec.title,
+                   "operations": len(pipeline.spec.operations), "state": state}, 200 if state["available"] else 503)
 
     @bp.get("/openapi.json")
     def openapi() -> Response:
@@ -57,35 +61,32 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.get("/scenarios")
     def list_scenarios() -> Response:
-        return ok({"scenarios": current().scenarios.list()})
+        pipeline = current()
+        return ok({"scenarios": pipeline.scenarios.list(session_param(pipeline))})
 
     @bp.post("/scenarios")
     def add_scenarios() -> Response:
         given = _json_body()
-        specs = given if isinstance(given, list) else [given]
         pipeline = current()
-        compiled = []
-        for index, spec in enumerate(specs):
-            prefix = f"/{index}" if isinstance(given, list) else ""
-            try:
-                compiled.append(pipeline.scenarios.compile(spec, "runtime", pipeline.check_scenario_body))
-            except ScenarioError as exc:
-                raise _bad(str(exc), prefix + exc.pointer, exc.rule) from None
-        for scenario in compiled:
-            try:
-                pipeline.scenarios.add(scenario)
-            except ScenarioError as exc:
+        session = session_param(pipeline)
+        try:
+            shown = pipeline.scenarios.add(given if isinstance(given, list) else [given], session)
+        except ScenarioError as exc:
+            if exc.rule == "unique":
                 raise MockError(409, str(exc), code="conflict", details={"pointer": exc.pointer}) from None
-        shown = [s.as_dict() for s in compiled]
+            prefix = f"/{exc.index}" if isinstance(given, list) else ""
+            raise _bad(str(exc), prefix + exc.pointer, exc.rule) from None
         return ok({"scenarios": shown} if isinstance(given, list) else shown[0], 201)
 
     @bp.delete("/scenarios")
     def clear_scenarios() -> Response:
-        return ok({"removed": current().scenarios.remove()})
+        pipeline = current()
+        return ok({"removed": pipeline.scenarios.remove(session_param(pipeline))})
 
     @bp.delete("/scenarios/<scenario_id>")
     def remove_scenario(scenario_id: str) -> Response:
-        if not current().scenarios.remove(scenario_id):
+        pipeline = current()
+        if not pipeline.scenarios.remove(session_param(pipeline), scenario_id):
             raise MockError(404, f"no scenario {scenario_id!r}", code="not-found")
         return ok({"removed": 1})
 
@@ -100,24 +101,34 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
                 filters[name] = kind(raw)
             except ValueError:
                 raise _bad(f"query parameter {name!r} must be an integer", f"/{name}", "type", "query") from None
-        entries = current().journal.entries(operation_id=filters.get("operationId"), status=filters.get("status"),
+        pipeline = current()
+        session = session_param(pipeline)
+        pipeline.store.sync()
+        entries = pipeline.journal.entries(operation_id=filters.get("operationId"), status=filters.get("status"),
                                            method=filters.get("method"), path_prefix=filters.get("path"),
-                                           since=filters.get("since"), limit=filters.get("limit"))
+                                           since=filters.get("since"), limit=filters.get("limit"), session=session)
         return ok({"requests": [e.as_dict() for e in entries]})
 
     @bp.delete("/requests")
     def clear_journal() -> Response:
-        current().journal.clear()
+        pipeline = current()
+        session = session_param(pipeline)
+        pipeline.store.sync()
+        pipeline.journal.clear(session)
         return ok({"cleared": True})
 
     @bp.post("/reset")
     def reset() -> Response:
         pipeline = current()
-        pipeline.scenarios.reset()
-        pipeline.journal.clear()
-        if drift is not None:
-            drift.clear()
-        return ok({"scenarios": pipeline.scenarios.list()})
+        session = session_param(pipeline)
+        if session is None:
+            pipeline.store.reset()
+            if drift is not None:
+                drift.clear()
+        else:
+            pipeline.store.sync()
+            pipeline.store.forget(session)
+        return ok({"scenarios": pipeline.scenarios.list(session)})
 
     if drift is not None:
         @bp.get("/drift")
@@ -134,6 +145,21 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         raise MockError(404, f"no control endpoint {PREFIX}/{anything}; see {PREFIX}/openapi.json", code="not-found")
 
     return bp
+
+
+def session_param(pipeline: Pipeline) -> str | None:
+    """The session a control request acts on: `?session=`, else the X-Mock-Session header, else the cookie; None
+    (the whole mock) without one. The store must be usable, and the session's idle time starts again."""
+    given, location = request.args.get("session"), "query"
+    if given is None:
+        given, location = request.headers.get(SESSION_HEADER), "header"
+    if given is None:
+        given, location = request.cookies.get(SESSION_COOKIE), "cookie"
+    session = check_session(given, location)
+    pipeline.store.check()
+    if session is not None:
+        pipeline.store.touch(session)
+    return session
 
 
 def _json_body() -> Any:

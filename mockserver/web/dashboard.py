@@ -25,7 +25,7 @@ from ..core.answers import pick_media_type
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
 from ..core.spec import Operation, SpecIndex, examples_of
-from .control import PREFIX
+from .control import PREFIX, session_param
 
 SWAGGER_UI = str(files("flask_swagger_ui") / "dist")
 DESCRIPTION_PATH = "/docs/description/"
@@ -86,7 +86,9 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
     @data.get("/coverage")
     def coverage() -> Response:
         pipeline = current()
-        report = pipeline.coverage.measure(*pipeline.journal.snapshot())
+        session = session_param(pipeline)
+        pipeline.store.sync()
+        report = pipeline.coverage.measure(*pipeline.journal.calls(session))
         return Response(json.dumps(report.as_dict()), content_type="application/json")
 
     @data.get("/callers")

@@ -1,6 +1,7 @@
 """`--watch`: reload the description and fixtures when a file changes. The new state is built fully and checked
 off to the side, then swapped in at once; an invalid edit keeps the last good state and logs why. A request
-holds the state it started with, so requests in flight during a reload finish on it."""
+holds the state it started with, so requests in flight during a reload finish on it. What the mock remembers
+(scenarios set at run time, the journal, coverage, sessions) lives in the store, which the new state shares."""
 from __future__ import annotations
 
 import logging
@@ -64,10 +65,6 @@ class Reloader:
         except LoadError as exc:
             log.error("reload refused, the last good state stays: %d problem(s)\n%s", len(exc.problems), exc)
             return False
-        old = self._current()
-        fresh.journal = old.journal
-        for dropped in fresh.scenarios.adopt(old.scenarios, fresh.check_scenario_body):
-            log.warning("reload dropped a scenario set at run time: %s", dropped)
         self._stamps = _stamp(description_files(fresh), self._fixtures)
         self._swap(fresh)
         log.warning("reloaded: %d operations", len(fresh.spec.operations))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .core.errors import LoadError
 from .core.pipeline import Pipeline
+from .core.state import SESSION_TTL, StateError
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -184,7 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
     serve.add_argument("--no-response-validation", action="store_true",
                        help="do not check answers against the description (for load tests)")
-    serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes (default 1); more than one needs a shared --state")
+    serve.add_argument("--state", default=os.environ.get("MOCKSERVER_STATE"), metavar="URL",
+                       help="where scenarios, the journal, coverage and sessions live: 'memory' (this process, the "
+                            "default) or redis://host:6379/0 shared by every worker and replica (env "
+                            "MOCKSERVER_STATE)")
+    serve.add_argument("--session-ttl", type=float, default=SESSION_TTL, metavar="SECONDS",
+                       help="forget a session idle this long (default %(default).0f)")
     serve.add_argument("--watch", action="store_true",
                        help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
                             "good state)")
@@ -255,16 +263,31 @@ def main(argv: list[str] | None = None) -> int:
     from .web.app import create_app
     from .web.serving import configure_logging
 
+    if args.workers > 1 and args.state is None:
+        print(f"mockserver: --workers {args.workers} needs a shared state store, or each worker keeps its own "
+              f"scenarios, journal and coverage: add --state redis://HOST:6379/0 (or --state memory to accept that "
+              f"split)", file=sys.stderr)
+        return 2
     log_buffer = configure_logging(args.log_level)
 
     try:
         app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token,
                          watch=args.watch, seed=args.seed, strict_auth=args.strict_auth,
                          validate_responses=not args.no_response_validation,
-                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
+                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"), state=args.state,
+                         session_ttl=args.session_ttl)
     except LoadError as exc:
         _report(exc)
         return 2
-    _warn(app.extensions["mockserver"].pipeline.warnings)
-    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    except StateError as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+        return 2
+    pipeline = app.extensions["mockserver"].pipeline
+    _warn(pipeline.warnings)
+    if args.workers > 1 and not pipeline.store.shared:
+        print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own "
+              f"scenarios, journal and coverage", file=sys.stderr)
+    state = pipeline.store.describe()
+    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}"
+          + (f", state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
     return _run(app, args, args.workers, log_buffer)

@@ -1,28 +1,52 @@
-"""The `mock_server` pytest fixture: a mock of your description on a free port, one per test.
+"""The `mock_server` pytest fixture: a mock of your description on a free port, one per test; or, with
+`mockserver_url` set (or the MOCKSERVER_URL environment variable), a session of its own on one shared running
+mock, so tests running in parallel (pytest-xdist, several CI jobs) never see each other's scenarios or calls.
 
-Configure it in pytest.ini / pyproject (`mockserver_spec`, `mockserver_fixtures`) or per test with
-`@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`."""
+Configure it in pytest.ini / pyproject (`mockserver_spec`, `mockserver_fixtures`, `mockserver_url`) or per test
+with `@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`. Send `mock_server.headers` with the calls of the
+client under test: on a shared mock they carry the test's session."""
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from .testing import MockServer
+from .testing import MockClient, MockServer
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("mockserver_spec", "OpenAPI description the mock_server fixture serves", default="spec/kindgi.yaml")
     parser.addini("mockserver_fixtures", "fixtures folder of the mock_server fixture", default="fixtures")
+    parser.addini("mockserver_url", "a running mock to share: each test gets a session of its own on it "
+                                    "(env MOCKSERVER_URL)", default="")
+    parser.addini("mockserver_control_token", "the shared mock's control token (env MOCKSERVER_CONTROL_TOKEN)",
+                  default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mockserver(spec=None, fixtures=None, **options): how mock_server is made")
 
 
+def session_name(nodeid: str) -> str:
+    """A session id that says which test it is, unique per run (the same test may run in two CI jobs at once)."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", nodeid.rsplit("/", 1)[-1])[-36:].strip("-.")
+    return f"{readable}-{hashlib.sha1(nodeid.encode()).hexdigest()[:6]}-{uuid.uuid4().hex[:8]}"
+
+
 @pytest.fixture
-def mock_server(request: pytest.FixtureRequest) -> Iterator[MockServer]:
+def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
+    shared = os.environ.get("MOCKSERVER_URL") or request.config.getini("mockserver_url")
+    if shared:
+        token = os.environ.get("MOCKSERVER_CONTROL_TOKEN") or request.config.getini("mockserver_control_token")
+        client = MockClient(shared, control_token=token or None).session(session_name(request.node.nodeid))
+        yield client
+        client.reset()  # the session's scenarios, journal and coverage: the shared mock does not grow
+        return
     marker = request.node.get_closest_marker("mockserver")
     options = dict(marker.kwargs) if marker else {}
     root = Path(str(request.config.rootpath))

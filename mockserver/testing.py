@@ -1,31 +1,100 @@
 """Running the mock inside a test process: `MockServer` serves a description on a free port in a thread and
 talks to its control API, so a test can say "the next two calls to listTestSets answer 503" and then read
-the journal. The pytest plugin (`mockserver.pytest_plugin`) hands one to each test."""
+the journal; `MockClient` does the same for a mock running elsewhere, and `session()` gives either a session of
+its own. The pytest plugin (`mockserver.pytest_plugin`) hands one to each test."""
 from __future__ import annotations
 
 import json
 import threading
 import urllib.error
 import urllib.request
-from pathlib import Path
+import uuid
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from .core.pipeline import Pipeline
+from .core.state import SESSION_HEADER
 from .web.app import MOCK_KEY, create_app
 
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request
 _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
 
 
-class MockServer:
+class MockClient:
+    """Talks to a mock's control API, in this process or running elsewhere (`MockClient("http://mock:4010")`).
+    With a `session`, every control call acts on that session only, and `headers` are what the client under test
+    must send (or set as the `mock_session` cookie) so its calls belong to it."""
+
+    def __init__(self, url: str, *, control_token: str | None = None, session: str | None = None) -> None:
+        self._url = url.rstrip("/")
+        self._token = control_token
+        self.session_id = session
+
+    @property
+    def url(self) -> str:
+        """The base URL of the mocked API, e.g. http://127.0.0.1:53211."""
+        return self._url
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """`X-Mock-Session` for calls of this session; nothing without one."""
+        return {SESSION_HEADER: self.session_id} if self.session_id else {}
+
+    def session(self, name: str | None = None) -> "MockClient":
+        """A client of the same mock whose scenarios, journal and coverage are a session's own (a fresh name
+        unless one is given): calls carrying its `headers` see its scenarios and the global ones only."""
+        return MockClient(self.url, control_token=self._token, session=name or f"s-{uuid.uuid4().hex[:16]}")
+
+    def control(self, method: str, path: str, payload: Any = None) -> Any:
+        """Call /__mock/<path>; an error answer raises ControlError with its status and body."""
+        headers = {"Content-Type": "application/json", **self.headers}
+        if self._token:
+            headers["X-Mock-Control-Token"] = self._token
+        data = json.dumps(payload).encode() if payload is not None else None
+        request = urllib.request.Request(f"{self.url}/__mock/{path.lstrip('/')}", data=data, method=method,
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise ControlError(exc.code, exc.read().decode("utf-8", "replace")) from None
+
+    def scenario(self, **spec: Any) -> dict[str, Any]:
+        """Set a scenario, e.g. `scenario(operationId="listTestSets", status=503, times=2)`."""
+        return self.control("POST", "scenarios", spec)  # type: ignore[no-any-return]
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        return self.control("GET", "scenarios")["scenarios"]  # type: ignore[no-any-return]
+
+    def clear_scenarios(self) -> None:
+        self.control("DELETE", "scenarios")
+
+    def requests(self, **filters: Any) -> list[dict[str, Any]]:
+        """The journal, newest last; filters: operationId, status, method, path, since, limit."""
+        query = urlencode({k: str(v) for k, v in filters.items()})
+        return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]  # type: ignore[no-any-return]
+
+    def coverage(self) -> dict[str, Any]:
+        """What the calls (of the session) exercised of the description."""
+        return self.control("GET", "coverage")  # type: ignore[no-any-return]
+
+    def reset(self) -> None:
+        """Without a session: the whole mock; with one: that session's scenarios, journal and coverage."""
+        self.control("POST", "reset")
+
+
+class MockServer(MockClient):
+    """The mock of a description, served from this process on a free port in a thread."""
+
     def __init__(self, spec: str | Path, fixtures: str | Path | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, control_token: str | None = None, **options: Any) -> None:
+        super().__init__("", control_token=control_token)
         self.app = create_app(spec, fixtures, control_token=control_token, **options)
         self._host, self._port = host, port
-        self._token = control_token
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -58,39 +127,6 @@ class MockServer:
         """The base URL of the mocked API, e.g. http://127.0.0.1:53211."""
         assert self._server is not None, "start() the server first"
         return f"http://{self._host}:{self._server.server_port}"
-
-    # -- the control API -----------------------------------------------------------------------------------
-    def control(self, method: str, path: str, payload: Any = None) -> Any:
-        """Call /__mock/<path>; an error answer raises ControlError with its status and body."""
-        headers = {"Content-Type": "application/json"}
-        if self._token:
-            headers["X-Mock-Control-Token"] = self._token
-        data = json.dumps(payload).encode() if payload is not None else None
-        request = urllib.request.Request(f"{self.url}/__mock/{path.lstrip('/')}", data=data, method=method,
-                                         headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raise ControlError(exc.code, exc.read().decode("utf-8", "replace")) from None
-
-    def scenario(self, **spec: Any) -> dict[str, Any]:
-        """Set a scenario, e.g. `scenario(operationId="listTestSets", status=503, times=2)`."""
-        return self.control("POST", "scenarios", spec)
-
-    def scenarios(self) -> list[dict[str, Any]]:
-        return self.control("GET", "scenarios")["scenarios"]
-
-    def clear_scenarios(self) -> None:
-        self.control("DELETE", "scenarios")
-
-    def requests(self, **filters: Any) -> list[dict[str, Any]]:
-        """The journal, newest last; filters: operationId, status, method, path, since, limit."""
-        query = "&".join(f"{k}={urllib.request.quote(str(v))}" for k, v in filters.items())
-        return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]
-
-    def reset(self) -> None:
-        self.control("POST", "reset")
 
 
 def _handler(wsgi: Any) -> type[WSGIRequestHandler]:

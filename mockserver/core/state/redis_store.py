@@ -1,0 +1,382 @@
+"""The shared store: one Redis behind every worker and replica (`--state redis://host:6379/0`).
+
+What each piece costs on the request path, and why:
+- scenarios: each process keeps a copy of the book (the scenarios set at run time), replaced when another
+  process announces a change on a pub/sub channel; the writer waits until every subscribed process has taken the
+  change, so the next call on any replica sees it. A request that matches no scenario makes no round trip.
+- a matching scenario is counted by a Lua script (read, compare, increment in one step), so `times: N` fires
+  exactly N times across every process.
+- journal entries and coverage counts are queued and written by a background thread in batches (a stream
+  with a length cap per scope, a hash of counts); a reader first asks every process to write what it queued.
+- while Redis cannot be reached, `check()` fails (the API and the control API answer 503
+  `mock-state-unavailable`), queued entries wait, and the listener reconnects by itself.
+
+Keys live under one prefix (`mockserver:` by default; `?prefix=NAME` in the URL for another), so several mocks
+can share one Redis. A single Redis, not Redis Cluster: the scripts touch keys they compute."""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import asdict
+from typing import Any, Callable, Iterable, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from ..errors import MockError
+from ..journal import Call, Entry
+from . import COUNTED_KINDS, Book, BookChange, StateError, Store, unavailable
+
+log = logging.getLogger("mockserver.state")
+T = TypeVar("T")
+ACK_WAIT_S = 2.0  # how long a change waits for every process to take it (a process that died is not waited for)
+QUEUE_LIMIT = 50_000  # entries kept while Redis is away; past it the oldest are dropped, and counted
+BATCH = 500  # entries written in one script call
+SWEEP_EVERY_S = 30.0
+
+# the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
+_HIT = """
+local field = ARGV[1] .. '|hits'
+local times = tonumber(ARGV[2])
+local hits = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+if times > 0 and hits >= times then return -1 end
+return redis.call('HINCRBY', KEYS[1], field, 1)
+"""
+
+# a batch of calls: each gets the next id, goes into the journal (and its session's) and is counted for coverage
+_APPEND = """
+local p, maxlen, cap, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local function count(key, scope, field)
+  if redis.call('HEXISTS', key, field) == 1 or redis.call('HLEN', key) < cap then
+    redis.call('HINCRBY', key, field, 1)
+  else
+    redis.call('HINCRBY', p .. 'uncounted', scope, 1)
+  end
+end
+for i = 5, #ARGV, 3 do
+  local session, entry, call = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local id = redis.call('INCR', p .. 'seq') .. '-0'
+  redis.call('XADD', p .. 'journal', 'MAXLEN', maxlen, id, 'e', entry)
+  count(p .. 'calls', '', call)
+  if session ~= '' then
+    redis.call('XADD', p .. 'journal|' .. session, 'MAXLEN', maxlen, id, 'e', entry)
+    count(p .. 'calls|' .. session, session, call)
+    redis.call('ZADD', p .. 'sessions', now, session)
+  end
+end
+return 1
+"""
+
+
+def _split_url(url: str) -> tuple[str, str, str]:
+    """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == "prefix"), "mockserver")
+    clean = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"])))
+    netloc = parts.netloc.rsplit("@", 1)
+    shown = urlunsplit(parts._replace(netloc="***@" + netloc[1] if len(netloc) == 2 else parts.netloc))
+    return clean, prefix.rstrip(":") + ":", shown
+
+
+def _entry_json(entry: Entry) -> str:
+    data = asdict(entry)
+    del data["id"]
+    data["request_body"] = entry.request_body.decode("latin-1")  # bytes as text, losslessly
+    data["response_body"] = entry.response_body.decode("latin-1")
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _entry(stream_id: bytes, raw: bytes) -> Entry:
+    data = json.loads(raw)
+    data["request_body"] = data["request_body"].encode("latin-1")
+    data["response_body"] = data["response_body"].encode("latin-1")
+    return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _call_json(call: Call) -> str:
+    return json.dumps([*call[:5], [list(h) for h in call.headers]], separators=(",", ":"))
+
+
+def _call(raw: bytes) -> Call:
+    op, method, path, query, status, headers = json.loads(raw)
+    return Call(op, method, path, query, status, tuple((k, v) for k, v in headers))
+
+
+class RedisStore(Store):
+    kind = "redis"
+    shared = True
+
+    def __init__(self, url: str, *, journal_size: int = 1000, session_ttl: float = 3600.0) -> None:
+        clean, self._prefix, self._shown = _split_url(url)
+        self._size, self._ttl = journal_size, session_ttl
+        try:
+            # one quick retry, not redis-py's default backoff: a request waits for Redis only as long as it must
+            self._redis = redis.Redis.from_url(clean, socket_timeout=5, socket_connect_timeout=2,
+                                               retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1))
+            self._redis.ping()
+            self._hit = self._redis.register_script(_HIT)
+            self._append = self._redis.register_script(_APPEND)
+            self._book = self._read_book()
+            self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
+            self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
+        except (redis.RedisError, ValueError) as exc:
+            raise StateError(f"--state {self._shown}: {exc or type(exc).__name__}") from None
+        self._available, self._reason = True, ""
+        self._pid = 0  # the process whose threads run: threads do not survive a fork, so each worker starts its own
+        self._closed = False
+
+    def _k(self, name: str) -> str:
+        return self._prefix + name
+
+    def _guarded(self, action: Callable[[], T]) -> T:
+        """A Redis call on behalf of a request: a lost Redis is the API's 503, never a traceback."""
+        try:
+            return action()
+        except redis.RedisError as exc:
+            raise unavailable(f"Redis at {self._shown}: {exc or type(exc).__name__}") from None
+
+    # -- one listener and one writer per process --------------------------------------------------------
+    def _ensure_threads(self) -> None:
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: list[tuple[Entry, Call, str | None]] = []
+        self._in_flight = 0
+        self._dropped = 0
+        self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
+        self._listener.start()
+        threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
+        atexit.register(self._flush_local, 5.0)
+
+    def _listen(self) -> None:
+        """Take every change another process announces; on a (re)connection, read the whole book again."""
+        backoff = 0.1
+        while not self._closed:
+            pubsub = self._redis.pubsub()
+            try:
+                pubsub.subscribe(self._k("events"))
+                next_sweep = time.monotonic()
+                while not self._closed:
+                    message = pubsub.get_message(timeout=0.25)  # wakes often: a lost Redis is noticed at once
+                    if message and message["type"] == "subscribe":  # first, and after redis-py reconnected
+                        self._book = self._read_book()
+                        if not self._available:
+                            log.warning("the shared state at %s is back", self._shown)
+                        self._available, backoff = True, 0.1
+                    elif message and message["type"] == "message":
+                        self._on_event(message["data"].decode())
+                    if not self._available:  # the writer lost Redis: reconnect, and read the book again
+                        raise redis.ConnectionError(self._reason)
+                    if time.monotonic() >= next_sweep:
+                        self._sweep()
+                        next_sweep = time.monotonic() + min(SWEEP_EVERY_S, self._ttl / 2)
+            except (redis.RedisError, MockError) as exc:  # MockError: a Redis call of the sweep, guarded
+                if self._available:
+                    log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+                self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            finally:
+                try:
+                    pubsub.close()
+                except redis.RedisError:
+                    pass
+
+    def _on_event(self, data: str) -> None:
+        kind, _, token = data.partition(":")
+        if kind == "book":
+            book = self._read_book()
+            if book.version >= self._book.version or book.version == 0:
+                self._book = book
+        elif kind == "flush":
+            self._flush_local(ACK_WAIT_S)
+        if token:
+            ack = self._redis.pipeline()
+            ack.rpush(self._k("ack|" + token), 1)
+            ack.expire(self._k("ack|" + token), 10)
+            ack.execute()
+
+    def _broadcast(self, kind: str) -> None:
+        """Announce a change (or ask for queued entries) and wait until every process subscribed has done it."""
+        token = uuid.uuid4().hex
+        receivers = int(self._redis.publish(self._k("events"), f"{kind}:{token}"))  # type: ignore[arg-type]
+        if threading.current_thread() is getattr(self, "_listener", None):
+            return  # the listener itself (a session sweep) cannot wait for its own answer
+        key, deadline = self._k("ack|" + token), time.monotonic() + ACK_WAIT_S
+        for _ in range(receivers):
+            left = deadline - time.monotonic()
+            if left <= 0 or self._redis.blpop([key], timeout=left) is None:
+                log.warning("a process sharing %s did not answer within %.0f s", self._shown, ACK_WAIT_S)
+                break
+        self._redis.delete(key)
+
+    def _write(self) -> None:
+        """Write queued entries in batches; while Redis is away, keep them (up to QUEUE_LIMIT) and try again."""
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._closed)
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue[:BATCH], self._queue[BATCH:]
+                self._in_flight = len(batch)
+            args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time()]
+            for entry, call, session in batch:
+                args += [session or "", _entry_json(entry), _call_json(call)]
+            try:
+                self._append(args=args)
+                failed = False
+            except redis.RedisError as exc:
+                failed = True
+                self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+            with self._cond:
+                if failed:
+                    self._queue[:0] = batch
+                    self._trim()
+                self._in_flight = 0
+                self._cond.notify_all()
+            if failed:
+                time.sleep(0.5)
+
+    def _trim(self) -> None:
+        over = len(self._queue) - QUEUE_LIMIT
+        if over > 0:
+            del self._queue[:over]
+            self._dropped += over
+            log.error("Redis at %s away too long: %d journal entries dropped so far", self._shown, self._dropped)
+
+    def _flush_local(self, timeout: float) -> None:
+        if self._pid != os.getpid():
+            return  # nothing queued in this process
+        with self._cond:
+            self._cond.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+
+    def _sweep(self) -> None:
+        """Forget sessions idle longer than the TTL (any replica may do it; doing it twice is harmless)."""
+        for raw in self._redis.zrangebyscore(self._k("sessions"), "-inf", time.time() - self._ttl):
+            self.forget(raw.decode())
+
+    # -- Store ----------------------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        shown = {"backend": "redis", "url": self._shown, "prefix": self._prefix, "shared": True,
+                 "available": self._available, "sessionTtl": self._ttl}
+        return shown if self._available else {**shown, "reason": self._reason}
+
+    def check(self) -> None:
+        self._ensure_threads()
+        if not self._available:
+            raise unavailable(self._reason or f"Redis at {self._shown} cannot be reached")
+
+    def _read_book(self) -> Book:
+        raw = self._redis.get(self._k("book"))
+        return Book.from_json(json.loads(raw)) if raw else Book()
+
+    def book(self) -> Book:
+        return self._book
+
+    def change_book(self, change: BookChange) -> Book:
+        self._ensure_threads()
+        key, counters = self._k("book"), self._k("counters")
+        changed: list[Book] = []
+
+        def transaction(pipe: Any) -> None:
+            raw = pipe.get(key)
+            current = Book.from_json(json.loads(raw)) if raw else Book()
+
+            def hits(uids: Iterable[str]) -> dict[str, int]:
+                uids = list(uids)
+                values = pipe.hmget(counters, [f"{uid}|hits" for uid in uids]) if uids else []
+                return {uid: int(value or 0) for uid, value in zip(uids, values)}
+
+            new = change(current, hits)
+            pipe.multi()
+            pipe.set(key, json.dumps(new.as_json()))
+            changed[:] = [new]
+
+        self._guarded(lambda: self._redis.transaction(transaction, key))
+        self._book = changed[0]
+        self._guarded(lambda: self._broadcast("book"))
+        return changed[0]
+
+    def hit(self, uid: str, times: int | None) -> int:
+        return int(self._guarded(lambda: self._hit(keys=[self._k("counters")], args=[uid, times or 0])))
+
+    def draw(self, uid: str) -> int:
+        return int(self._guarded(lambda: self._redis.hincrby(self._k("counters"), f"{uid}|draws", 1))) - 1
+
+    def hits(self, uids: Iterable[str]) -> dict[str, int]:
+        uids = list(uids)
+        if not uids:
+            return {}
+        values = self._guarded(lambda: self._redis.hmget(self._k("counters"), [f"{u}|hits" for u in uids]))
+        return {uid: int(value or 0) for uid, value in zip(uids, values)}
+
+    def forget_counts(self, uids: Iterable[str] | None) -> None:
+        if uids is None:
+            self._guarded(lambda: self._redis.delete(self._k("counters")))
+            return
+        fields = [f"{uid}|{kind}" for uid in uids for kind in ("hits", "draws")]
+        if fields:
+            self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def record(self, entry: Entry, call: Call, session: str | None) -> None:
+        self._ensure_threads()
+        with self._cond:
+            self._queue.append((entry, call, session))
+            if len(self._queue) > QUEUE_LIMIT:
+                self._trim()
+            self._cond.notify()
+
+    def sync(self) -> None:
+        self._ensure_threads()
+        self._flush_local(ACK_WAIT_S)
+        self._guarded(lambda: self._broadcast("flush"))
+
+    def entries(self, session: str | None) -> list[Entry]:
+        key = self._k("journal" if session is None else f"journal|{session}")
+        return [_entry(stream_id, fields[b"e"]) for stream_id, fields in
+                self._guarded(lambda: self._redis.xrange(key))]
+
+    def calls(self, session: str | None) -> tuple[dict[Call, int], int]:
+        key = self._k("calls" if session is None else f"calls|{session}")
+        counts, uncounted = self._guarded(lambda: self._redis.pipeline().hgetall(key).hget(
+            self._k("uncounted"), session or "").execute())
+        return {_call(raw): int(n) for raw, n in counts.items()}, int(uncounted or 0)
+
+    def clear(self, session: str | None) -> None:
+        if session is not None:
+            self._guarded(lambda: self._redis.pipeline().delete(
+                self._k(f"journal|{session}"), self._k(f"calls|{session}")).hdel(
+                self._k("uncounted"), session).execute())
+            return
+        scoped = [self._k(f"{kind}|{s}") for s in self.sessions() for kind in ("journal", "calls")]
+        self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
+                                                 *scoped))
+
+    def touch(self, session: str) -> None:
+        self._guarded(lambda: self._redis.zadd(self._k("sessions"), {session: time.time()}))
+
+    def sessions(self) -> list[str]:
+        return [raw.decode() for raw in self._guarded(lambda: self._redis.zrange(self._k("sessions"), 0, -1))]
+
+    def _untrack(self, session: str) -> None:
+        self._guarded(lambda: self._redis.zrem(self._k("sessions"), session))
+
+    def secret(self) -> str:
+        return self._secret
+
+    def close(self) -> None:
+        self._flush_local(5.0)
+        self._closed = True
+        if self._pid == os.getpid():
+            with self._cond:
+                self._cond.notify_all()

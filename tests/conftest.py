@@ -3,11 +3,13 @@ write throwaway descriptions and fixtures in temp folders."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -98,3 +100,65 @@ def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+class RedisServer:
+    """A real `redis-server` on a free port, no persistence, in a temp folder; stop() and start() again to play a
+    lost Redis."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "RedisServer":
+        self._proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no", "--dir", str(self.folder)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            assert self._proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+
+    def url(self, prefix: str | None = None) -> str:
+        """A URL of this server with a key prefix of its own: tests sharing the server never see each other."""
+        return f"redis://127.0.0.1:{self.port}/0?prefix={prefix or 't-' + uuid.uuid4().hex[:12]}"
+
+
+def _redis_server(folder: Path) -> RedisServer:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed: `make test` installs Debian's redis-server (apt-get)")
+    return RedisServer(folder).start()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One Redis per test process; each test takes its own prefix (`redis_url`)."""
+    server = _redis_server(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def redis_url(redis_server: RedisServer) -> str:
+    return redis_server.url()
+
+
+@pytest.fixture()
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of the test's own, to stop and start."""
+    server = _redis_server(tmp_path)
+    yield server
+    server.stop()

@@ -153,10 +153,13 @@ class RedisStore(Store):
         self._queue: list[tuple[Entry, Call, str | None]] = []
         self._in_flight = 0
         self._dropped = 0
+        self._ready = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
         self._listener.start()
         threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
         atexit.register(self._flush_local, 5.0)
+        # the first request of a new worker waits until it listens: from then on it misses no change
+        self._ready.wait(ACK_WAIT_S)
 
     def _listen(self) -> None:
         """Take every change another process announces; on a (re)connection, read the whole book again."""
@@ -173,6 +176,7 @@ class RedisStore(Store):
                         if not self._available:
                             log.warning("the shared state at %s is back", self._shown)
                         self._available, backoff = True, 0.1
+                        self._ready.set()
                     elif message and message["type"] == "message":
                         self._on_event(message["data"].decode())
                     if not self._available:  # the writer lost Redis: reconnect, and read the book again

@@ -1,0 +1,172 @@
+"""Scale-out, as people run it: two `mockserver serve` processes on two ports (one of them with two workers)
+sharing one real Redis behave as one server: scenarios and their counts, journal, coverage, reset, sessions and
+cursors. And the faults: Redis unreachable at start, lost while serving, a replica stopped."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import Any, Iterator
+
+import pytest
+
+from conftest import DEMO, ROOT, RedisServer, free_port, serving
+
+TEST_SETS = "/v1/test-sets?limit=2"
+
+
+def call(port: int, path: str, method: str = "GET", payload: Any = None,
+         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json", **DEMO, **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+@pytest.fixture(scope="module")
+def replicas(redis_server: RedisServer) -> Iterator[tuple[int, int]]:
+    """Replica A with two workers, replica B with one, both on one Redis prefix."""
+    url = redis_server.url()
+    with ExitStack() as stack:
+        _, a = stack.enter_context(serving("--state", url, "--workers", "2", "--threads", "4", "--log-level",
+                                           "warning"))
+        _, b = stack.enter_context(serving("--state", url, "--log-level", "warning"))
+        yield a, b
+
+
+@pytest.fixture()
+def fresh(replicas: tuple[int, int]) -> tuple[int, int]:
+    assert call(replicas[0], "/__mock/reset", "POST")[0] == 200
+    return replicas
+
+
+def test_the_next_four_calls_are_the_four_503s_on_two_workers(fresh):
+    a, _ = fresh
+    assert call(a, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503, "times": 4})[0] == 201
+    assert [call(a, TEST_SETS)[0] for _ in range(12)] == [503] * 4 + [200] * 8
+
+
+def test_times_is_exact_under_64_concurrent_calls_across_workers_and_replicas(fresh):
+    a, b = fresh
+    call(b, "/__mock/scenarios", "POST", {"id": "ten", "operationId": "listTestSets", "status": 503, "times": 10})
+    with ThreadPoolExecutor(64) as pool:
+        statuses = list(pool.map(lambda n: call(a if n % 2 else b, TEST_SETS)[0], range(64)))
+    assert statuses.count(503) == 10 and statuses.count(200) == 54
+    journal = call(a, "/__mock/requests?operationId=listTestSets")[1]["requests"]
+    assert len(journal) == 64 and sorted(e["status"] for e in journal).count(503) == 10
+    assert [e["id"] for e in journal] == sorted(e["id"] for e in journal)
+    coverage = call(b, "/__mock/coverage")[1]
+    op = next(o for o in coverage["operations"] if o["operationId"] == "listTestSets")
+    assert op["calls"] == 64 and {s["status"]: s["calls"] for s in op["statuses"]}["503"] == 10
+    assert "ten" not in [s["id"] for s in call(a, "/__mock/scenarios")[1]["scenarios"]]  # used up, everywhere
+
+
+def test_a_scenario_set_through_one_replica_holds_on_the_next_call_to_the_other(fresh):
+    a, b = fresh
+    for _ in range(5):
+        call(a, "/__mock/scenarios", "POST", {"id": "now", "operationId": "listTestSets", "status": 503})
+        assert call(b, TEST_SETS)[0] == 503
+        call(a, "/__mock/scenarios/now", "DELETE")
+        assert call(b, TEST_SETS)[0] == 200
+
+
+def test_a_seeded_rate_gives_one_sequence_across_replicas(fresh):
+    a, b = fresh
+
+    def run() -> list[int]:
+        call(a, "/__mock/reset", "POST")
+        call(a, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503, "rate": 0.5, "seed": 7})
+        return [call(a if n % 3 else b, TEST_SETS)[0] for n in range(30)]
+
+    first = run()
+    assert first == run() and set(first) == {200, 503}
+
+
+def test_reset_through_one_replica_clears_the_other(fresh):
+    a, b = fresh
+    call(b, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503})
+    call(b, TEST_SETS, headers={"X-Mock-Session": "s1"})
+    call(a, "/__mock/reset", "POST")
+    assert call(b, TEST_SETS)[0] == 200
+    assert [e["path"] for e in call(b, "/__mock/requests")[1]["requests"]] == ["/v1/test-sets"]
+    assert call(b, "/__mock/requests?session=s1")[1]["requests"] == []
+
+
+def test_sessions_are_isolated_across_replicas(fresh):
+    a, b = fresh
+    alice, bob = {"X-Mock-Session": "alice"}, {"X-Mock-Session": "bob"}
+    call(a, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503, "times": 2}, alice)
+    assert [call(b, TEST_SETS, headers=alice)[0] for _ in range(3)] == [503, 503, 200]
+    assert call(b, TEST_SETS, headers=bob)[0] == 200 and call(a, TEST_SETS)[0] == 200
+    assert len(call(a, "/__mock/requests", headers=alice)[1]["requests"]) == 3
+    assert len(call(b, "/__mock/requests?session=bob")[1]["requests"]) == 1
+    assert call(a, "/__mock/coverage?session=alice")[1]["calls"] == 3
+
+
+def test_a_cursor_from_one_replica_is_accepted_by_the_other(fresh):
+    a, b = fresh
+    first = call(a, TEST_SETS)[1]
+    assert first["hasMore"]
+    status, second = call(b, f"{TEST_SETS}&cursor={first['nextCursor']}")
+    assert status == 200 and second["data"][0]["id"] > first["data"][-1]["id"]
+
+
+def test_a_replica_that_stops_loses_none_of_its_calls(redis_server):
+    url = redis_server.url()
+    with serving("--state", url, "--log-level", "warning") as (_, other):
+        with serving("--state", url, "--log-level", "warning") as (stopping, port):
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda _: call(port, TEST_SETS), range(40)))
+            stopping.terminate()
+            assert stopping.wait(timeout=15) == 0
+        assert len(call(other, "/__mock/requests?operationId=listTestSets")[1]["requests"]) == 40
+
+
+def test_an_unreachable_redis_at_start_is_one_line_and_exit_2():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port()), "--state", url],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mockserver: --state {url}: ") and "Traceback" not in done.stderr
+
+
+def test_two_workers_without_a_shared_store_are_refused():
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port()), "--workers", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--state redis://" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def until(condition: Any, seconds: float = 10) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        result = condition()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(0.1)
+
+
+def test_redis_lost_while_serving_is_a_503_of_the_mock_then_it_recovers(own_redis):
+    with serving("--state", own_redis.url(), "--workers", "2", "--log-level", "warning") as (_, port):
+        assert call(port, TEST_SETS)[0] == 200
+        own_redis.stop()
+        assert until(lambda: all(call(port, TEST_SETS)[0] == 503 for _ in range(4)))
+        status, answer = call(port, TEST_SETS)
+        assert status == 503 and answer["error"]["code"] == "mock-state-unavailable"
+        control_status, control = call(port, "/__mock/requests")
+        assert control_status == 503 and control["error"]["code"] == "mock-state-unavailable"
+        health_status, health = call(port, "/__mock/health")
+        assert health_status == 503 and health["state"]["available"] is False
+        own_redis.start()
+        assert until(lambda: all(call(port, TEST_SETS)[0] == 200 for _ in range(4)))
+        assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503, "times": 1})[0] == 201
+        assert [call(port, TEST_SETS)[0] for _ in range(2)] == [503, 200]

@@ -1,0 +1,142 @@
+"""The state store's contract, the same for both backends: the embedded one and a real Redis. Two RedisStore
+objects on one Redis stand for two processes (each has its own listener and writer)."""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator
+
+import pytest
+
+from conftest import free_port
+from mockserver.core.journal import Call, Entry
+from mockserver.core.state import Book, Record, StateError, Store, open_store, unit
+from mockserver.core.state.memory import MemoryStore
+
+
+def entry(path: str, status: int = 200, session: str | None = None) -> tuple[Entry, Call, str | None]:
+    made = Entry(0, time.time(), "GET", path, "a=1", {"accept": "*/*"}, b"\x00\xffbody", status, {}, b"{}",
+                 "fixture", "op", None, 1.5, session)
+    return made, Call("op", "GET", path, "a=1", status, ()), session
+
+
+@pytest.fixture(params=["memory", "redis"])
+def stores(request: pytest.FixtureRequest) -> Iterator[Callable[[], Store]]:
+    """A maker of stores sharing one state: the memory store is one process, so it makes the same one again."""
+    made: list[Store] = []
+    if request.param == "memory":
+        single = MemoryStore(journal_size=5, session_ttl=1.0)
+        yield lambda: single
+        return
+    url = request.getfixturevalue("redis_url")
+
+    def make() -> Store:
+        store = open_store(url, journal_size=5, session_ttl=1.0)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
+
+
+def test_times_are_exact_under_64_concurrent_hits(stores):
+    first, second = stores(), stores()
+    barrier = threading.Barrier(16)
+
+    def hit(n: int) -> int:
+        if n < 16:
+            barrier.wait()
+        return (first if n % 2 else second).hit("u1", 5)
+
+    with ThreadPoolExecutor(16) as pool:
+        hits = list(pool.map(hit, range(64)))
+    assert sorted(h for h in hits if h > 0) == [1, 2, 3, 4, 5] and hits.count(-1) == 59
+    assert first.hits(["u1"]) == {"u1": 5}
+
+
+def test_draws_are_one_sequence_for_every_process(stores):
+    first, second = stores(), stores()
+    assert [first.draw("r"), second.draw("r"), first.draw("r")] == [0, 1, 2]
+    assert unit(4, "rate", 1) == unit(4, "rate", 1) != unit(5, "rate", 1)
+
+
+def test_a_book_change_is_seen_by_every_process_when_it_returns(stores):
+    first, second = stores(), stores()
+    first.check(), second.check()  # both listening, as serving processes are
+    record = Record("uid-1", "busy", {"operationId": "op", "status": 503}, "alice")
+    first.change_book(lambda book, _: book.next([record]))
+    assert second.book().runtime == (record,) and second.book().version == first.book().version
+    first.change_book(lambda book, hits: book.next([], {"fixture-one"}))
+    assert second.book().runtime == () and second.book().removed == {"fixture-one"}
+
+
+def test_the_journal_keeps_every_process_calls_in_order_and_per_session(stores):
+    first, second = stores(), stores()
+    for n in range(3):
+        first.record(*entry(f"/a{n}"))
+        second.record(*entry(f"/b{n}", session="bob"))
+    first.sync()
+    everything = second.entries(None)
+    assert len(everything) == 5  # the cap: the newest five of six
+    assert [e.id for e in everything] == sorted(e.id for e in everything)
+    assert {e.path for e in everything} >= {"/a2", "/b2"}
+    assert [e.path for e in first.entries("bob")] == ["/b0", "/b1", "/b2"]
+    assert first.entries("bob")[0].request_body == b"\x00\xffbody" and first.entries("bob")[0].session == "bob"
+    calls, uncounted = first.calls(None)
+    assert sum(calls.values()) == 6 and uncounted == 0  # coverage counts every call, not only those kept
+    assert sum(first.calls("bob")[0].values()) == 3
+    first.clear("bob")
+    assert first.entries("bob") == [] and first.calls("bob") == ({}, 0) and len(first.entries(None)) == 5
+    first.clear(None)
+    assert second.entries(None) == [] and second.calls(None) == ({}, 0)
+
+
+def test_reset_clears_everything_everywhere(stores):
+    first, second = stores(), stores()
+    second.check()
+    first.change_book(lambda book, _: book.next([Record("u", "x", {"operationId": "op", "latency": 1})]))
+    first.hit("u", None)
+    first.record(*entry("/a", session="s1"))
+    first.touch("s2")
+    second.reset()
+    assert first.book().runtime == () and first.hits(["u"]) == {"u": 0}
+    assert first.entries(None) == [] and first.entries("s1") == [] and first.sessions() == []
+
+
+def test_idle_sessions_are_forgotten(stores):
+    store = stores()
+    store.check()
+    store.change_book(lambda book, _: book.next([Record("u", "x", {"operationId": "op", "latency": 1}, "idle")]))
+    store.record(*entry("/a", session="idle"))
+    store.sync()
+    time.sleep(1.2)  # past the TTL of 1 s
+    deadline = time.monotonic() + 5
+    while "idle" in store.sessions() and time.monotonic() < deadline:
+        store.record(*entry("/b", session="busy"))  # the memory store sweeps as calls come; Redis's listener itself
+        time.sleep(0.1)
+    assert "idle" not in store.sessions() and store.entries("idle") == []
+    assert all(r.session != "idle" for r in store.book().runtime)
+
+
+def test_the_cursor_secret_is_shared_through_redis(redis_url):
+    first, second = open_store(redis_url), open_store(redis_url)
+    assert first.secret() == second.secret()
+    assert MemoryStore().secret() != MemoryStore().secret()
+
+
+def test_an_unreachable_or_unknown_store_is_one_clear_line():
+    dead = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    with pytest.raises(StateError) as caught:
+        open_store(dead)
+    message = str(caught.value)
+    assert message.startswith("--state redis://***@127.0.0.1:") and "hunter2" not in message
+    assert "Connection refused" in message or "connecting" in message
+    with pytest.raises(StateError, match="expected 'memory' or a Redis URL"):
+        open_store("postgres://x")
+
+
+def test_a_book_round_trips_through_json():
+    book = Book(3, (Record("u", "i", {"operationId": "op", "status": 503}, None),), frozenset({"f"}))
+    assert Book.from_json(book.as_json()) == book and Book.from_json(None) == Book()

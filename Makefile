@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 4010
 
-.PHONY: install browser run test validate contract soak bench clean
+.PHONY: install browser redis run test validate contract soak bench clean
 
 install: $(STAMP)
 
@@ -25,7 +25,13 @@ browser:
 		apt-get install -y -qq --no-install-recommends chromium >/dev/null) || \
 		echo "make: chromium could not be installed: the browser tests will be skipped"
 
-test: install browser
+# the shared-state tests start real redis-servers on free ports (Debian's package; its own service is not used)
+redis:
+	@command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends redis-server >/dev/null) || \
+		echo "make: redis-server could not be installed: the shared-state tests will be skipped"
+
+test: install browser redis
 	$(BIN)/python -m pytest -n auto -q
 
 validate: install

@@ -5,7 +5,7 @@ import urllib.request
 
 import pytest
 
-from conftest import LIBRARY
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
 from mockserver.testing import ControlError, MockServer
 
 pytest_plugins = ["pytester"]
@@ -55,6 +55,52 @@ def test_the_plugin_is_registered_by_its_entry_point(pytester):
     pytester.makeini(f"[pytest]\nmockserver_spec = {LIBRARY / 'openapi.yaml'}\nmockserver_fixtures = {LIBRARY / 'fixtures'}\n")
     result = pytester.runpytest_subprocess("-p", "no:xdist")
     result.assert_outcomes(passed=1)
+
+
+def test_a_session_of_its_own_on_one_server():
+    with MockServer(LIBRARY / "openapi.yaml", LIBRARY / "fixtures") as server:
+        mine, theirs = server.session(), server.session("theirs")
+        mine.scenario(operationId="getBook", status=404, times=1)
+        url = server.url + "/api/v2/books/9780000000010.json"
+        key = {"X-Api-Key": "reader-key"}
+        assert get(url, {**key, **theirs.headers})[0] != 404 and get(url, {**key, **mine.headers})[0] == 404
+        assert [e["session"] for e in mine.requests()] == [mine.session_id]
+        assert len(theirs.requests()) == 1 and len(server.requests()) == 2
+        assert all(s.get("session") != mine.session_id for s in theirs.scenarios())
+        mine.reset()
+        assert mine.requests() == [] and len(server.requests()) == 2
+
+
+PARALLEL_CLIENT_TESTS = """
+import urllib.error, urllib.request
+import pytest
+
+def get(url, headers):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+@pytest.mark.parametrize("n", range(12))
+def test_my_own_scenarios_and_calls(mock_server, n):
+    mock_server.scenario(operationId="listTestSets", status=503, times=2)
+    headers = {"Authorization": "Bearer demo-token", **mock_server.headers}
+    codes = [get(mock_server.url + "/v1/test-sets?limit=1", headers) for _ in range(3)]
+    assert codes == [503, 503, 200]
+    assert [e["status"] for e in mock_server.requests()] == [503, 503, 200]
+"""
+
+
+def test_tests_in_parallel_against_one_shared_mock_do_not_see_each_other(pytester):
+    """pytest-xdist, 2 workers, 12 tests against one running mock: each test's session keeps its scenario and
+    its calls to itself (without sessions, the counts and journals would mix)."""
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES) as shared:
+        pytester.makepyfile(test_parallel=PARALLEL_CLIENT_TESTS)
+        pytester.makeini(f"[pytest]\nmockserver_url = {shared.url}\n")
+        result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+        result.assert_outcomes(passed=12)
+        assert len(shared.requests()) == 36 and shared.scenarios() == shared.session().scenarios()
 
 
 @pytest.mark.parametrize("kind", ["close", "truncate"])

@@ -94,7 +94,7 @@ def _coverage(args: argparse.Namespace) -> int:
     """Exit 0, 1 below --min, 2 when the mock's coverage cannot be read."""
     from .coverage_cli import run
 
-    return run(args.url, args.control_token, args.junit, args.min)
+    return run(args.url, args.control_token, args.junit, args.min, args.session)
 
 
 def _add_serving(parser: argparse.ArgumentParser, threads_help: str) -> None:
@@ -228,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     coverage.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report: a test case per "
                                                                      "status, query parameter and enum value")
     coverage.add_argument("--min", type=float, metavar="PERCENT", help="exit 1 below this total percentage")
+    coverage.add_argument("--session", metavar="NAME", help="only the calls of this session (X-Mock-Session)")
 
     proxy = commands.add_parser("proxy", help="forward to a real deployment; check every exchange against the "
                                               "description (drift at /__mock/drift)")

@@ -10,6 +10,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlencode
 
 WIDTH = 110
 _LABEL = 18  # width of the first column of an operation's lines
@@ -19,9 +20,11 @@ class Unreachable(Exception):
     """The mock did not give its coverage: not running, no control API, or the wrong control token."""
 
 
-def fetch(url: str, control_token: str | None = None) -> dict[str, Any]:
+def fetch(url: str, control_token: str | None = None, session: str | None = None) -> dict[str, Any]:
+    """The whole mock's coverage, or one session's."""
     headers = {"X-Mock-Control-Token": control_token} if control_token else {}
-    request = urllib.request.Request(url.rstrip("/") + "/__mock/coverage", headers=headers)
+    query = "?" + urlencode({"session": session}) if session else ""
+    request = urllib.request.Request(url.rstrip("/") + "/__mock/coverage" + query, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
@@ -91,10 +94,11 @@ def junit(report: dict[str, Any], path: Path) -> None:
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def run(url: str, control_token: str | None, junit_path: Path | None, minimum: float | None) -> int:
+def run(url: str, control_token: str | None, junit_path: Path | None, minimum: float | None,
+        session: str | None = None) -> int:
     """0, or 1 below `minimum`; 2 when the mock's coverage cannot be read."""
     try:
-        report = fetch(url, control_token)
+        report = fetch(url, control_token, session)
     except Unreachable as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2

@@ -100,6 +100,17 @@ def test_below_the_minimum_it_exits_1(server, capsys):
     assert capsys.readouterr().out.rstrip().endswith("TOTAL 32.6 % (15 of 46) · below the minimum of 50 %")
 
 
+def test_one_sessions_coverage(server, capsys):
+    server.reset()
+    known_sequence(server)
+    own = server.session()
+    assert call(server, "/v1/test-sets?kind=accuracy", {"Authorization": "Bearer demo-token", **own.headers}) == 200
+    assert main(["coverage", "--url", server.url, "--session", own.session_id]) == 0
+    out = capsys.readouterr().out
+    assert own.coverage()["calls"] == 1 and f"{server.url} · 1 calls since the last reset" in out
+    assert server.coverage()["calls"] == 10  # the whole mock: the known sequence's nine calls and the session's
+
+
 def test_a_reset_starts_it_afresh(server):
     known_sequence(server)
     server.reset()

@@ -90,11 +90,13 @@ class MemoryStore(Store):
                 self._draws.pop(uid, None)
 
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
-        now = time.monotonic()
         with self._lock:
             entry.id = next(self._ids)
             self._journal.append(entry)
             self._calls.add(call)
+            if session is None and not self._seen:
+                return
+            now = time.monotonic()
             if session is not None:
                 self._seen[session] = now
                 journal = self._session_journals.get(session)

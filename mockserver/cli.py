@@ -139,7 +139,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Serve until stopped (exit 0); 2 when the description, the fixtures or the options are unusable."""
-    from .core.recorder import Recorder
+    from .web.recording import Recorder
     from .web.app import create_app
     from .web.proxy import Proxy
     from .web.serving import configure_logging

@@ -14,7 +14,7 @@ import yaml
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, body, free_port
 from mockserver import create_app
 from mockserver.cli import main
-from mockserver.core.recorder import Recorder
+from mockserver.web.recording import Recorder
 from mockserver.testing import MockServer
 from mockserver.web.proxy import Proxy
 from stand_ins import Served, drifting, get

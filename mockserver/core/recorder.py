@@ -1,4 +1,5 @@
-"""Recording a real deployment as fixtures in the project's own format, with the description as the judge.
+"""Learning fixtures from a real deployment's answers, in the project's own format, with the description as the
+judge. Pure: it returns fixture data (`Learnt`); `web/recording.py` keeps it in files.
 
 - A successful GET of an operation that lists or looks up a collection (by the base fixtures' `list`/`item`, or a
   page shaped `data` + `hasMore`) adds its entities to that collection, merged by key in the order the deployment
@@ -7,33 +8,24 @@
 - Any other successful GET becomes a fixed answer (`respond`) chosen by the request's path and query values.
 - An error becomes a scenario matched on those values; a 5xx or 429 fires once (it was transient).
 - An exchange that breaks the description is never a fixture: it is kept apart with its violations.
-- Secrets never reach a file: the credentials the requests carried, and the fields named by `redact`, are replaced
-  by pseudonyms of the same shape wherever they appear (same value, same pseudonym: ids still join, UUIDs still
-  fit their format; keyed by a secret made per run, so no pseudonym gives its value away).
+- Secrets never reach a file: `redaction.Redactor` replaces them before anything is learnt.
 
-The folder is self-contained (settings, collections, operations, scenarios): serve it with `--fixtures`. A new
-recording into the same folder merges with what is there."""
+The documents make a self-contained folder (settings, collections, operations, scenarios): serve it with
+`--fixtures`. A new recording into the same folder merges with what is there."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
-import string
-import threading
 import time
 from dataclasses import dataclass, field
-from http.cookies import CookieError, SimpleCookie
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 from urllib.parse import parse_qs
 
-import yaml
-
-from .documents import unescape_token
 from .drift import Exchange, Violation, body_violations
 from .envelope import dig, path_to
 from .journal import SECRET_HEADERS
+from .query import page_names
+from .redaction import Redactor
 from .request_validation import ValidRequest
 from .rules import Context, compile_condition
 from .spec import Operation
@@ -41,10 +33,6 @@ from .spec import Operation
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
-MIN_SECRET = 4  # shorter values are replaced where they stand, but not hunted inside other text
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_HEADER = ("# Written by `mockserver record` (README: \"Learning from a real deployment\"). A new recording into this\n"
-           "# folder merges with it; keep settings of your own (auth tokens) in a file of your own beside it.\n")
 
 
 def _slug(text: str) -> str:
@@ -59,108 +47,6 @@ def _mentions_caller(value: Any) -> bool:
     if isinstance(value, dict):
         return "caller" in value or any(_mentions_caller(v) for v in value.values())
     return isinstance(value, list) and any(_mentions_caller(v) for v in value)
-
-
-class Redactor:
-    """Replaces secrets by same-shaped pseudonyms: credentials wherever they appear, named fields where they stand
-    (names, or JSON pointers into an answer's body where `*` is any key or index)."""
-
-    def __init__(self, names: Iterable[str] = ()) -> None:
-        names = list(names)
-        self.fields = frozenset(n for n in names if not n.startswith("/"))
-        self.pointers = [tuple(unescape_token(t) for t in n.split("/")[1:]) for n in names if n.startswith("/")]
-        self._secrets: set[str] = set()
-        self._key = secrets.token_bytes(32)
-
-    def learn(self, request: Any, schemes: dict[str, dict[str, Any]]) -> None:
-        """Remember the credentials a request carries, to replace them wherever an answer repeats them."""
-        found = [request.header("authorization") or ""]
-        found.append(found[0].partition(" ")[2].strip())
-        try:
-            found += [m.value for m in SimpleCookie(request.header("cookie") or "").values()]
-        except CookieError:
-            found.append(request.header("cookie") or "")
-        query = parse_qs(request.query_string)
-        for scheme in schemes.values():
-            if str(scheme.get("type", "")).lower() == "apikey":
-                name = str(scheme.get("name", ""))
-                found += query.get(name, []) if scheme.get("in") == "query" else [request.header(name) or ""]
-        self._secrets.update(s for s in found if len(s) >= MIN_SECRET)
-
-    def body(self, value: Any) -> Any:
-        """A copy with named fields replaced, and every known secret replaced inside every string."""
-        self._collect(value, ())
-        return self._walk(value, ())
-
-    def params(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Request values (path or query) by name: named ones replaced, secrets replaced inside the others."""
-        self._secrets.update(str(v) for k, v in values.items() if k in self.fields and len(str(v)) >= MIN_SECRET)
-        return {k: self._pseudonym(v) if k in self.fields else self._walk(v, ()) for k, v in values.items()}
-
-    def text(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            if secret in text:
-                text = text.replace(secret, self._shape(secret))
-        return text
-
-    def _named(self, path: tuple[str, ...]) -> bool:
-        if path and path[-1] in self.fields:
-            return True
-        return any(len(p) == len(path) and all(t in ("*", s) for t, s in zip(p, path)) for p in self.pointers)
-
-    def _collect(self, value: Any, path: tuple[str, ...]) -> None:
-        """Values of named fields become secrets too: a message that repeats one gets it replaced as well."""
-        if self._named(path):
-            self._secrets.update(s for s in _leaves(value) if len(s) >= MIN_SECRET)
-        elif isinstance(value, dict):
-            for key, sub in value.items():
-                self._collect(sub, (*path, str(key)))
-        elif isinstance(value, list):
-            for index, sub in enumerate(value):
-                self._collect(sub, (*path, str(index)))
-
-    def _walk(self, value: Any, path: tuple[str, ...]) -> Any:
-        if self._named(path):
-            return self._pseudonym(value)
-        if isinstance(value, dict):
-            return {key: self._walk(sub, (*path, str(key))) for key, sub in value.items()}
-        if isinstance(value, list):
-            return [self._walk(sub, (*path, str(index))) for index, sub in enumerate(value)]
-        return self.text(value) if isinstance(value, str) else value
-
-    def _pseudonym(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: self._pseudonym(sub) for key, sub in value.items()}
-        if isinstance(value, list):
-            return [self._pseudonym(sub) for sub in value]
-        if isinstance(value, bool) or value is None:
-            return value
-        if isinstance(value, (int, float)):
-            return type(value)(self._shape(repr(value), letters=False))
-        return self._shape(str(value))
-
-    def _shape(self, text: str, letters: bool = True) -> str:
-        """Digits stay digits, hex letters stay hex, letters stay letters of the same case; the rest is kept."""
-        noise = hashlib.shake_256(self._key + text.encode()).digest(len(text))
-        out = []
-        for c, n in zip(text, noise):
-            for alphabet in (string.digits, "abcdef", string.ascii_lowercase, "ABCDEF", string.ascii_uppercase):
-                if c in alphabet and (letters or alphabet is string.digits):
-                    c = alphabet[n % len(alphabet)]
-                    break
-            out.append(c)
-        return "".join(out)
-
-
-def _leaves(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        for sub in value.values():
-            yield from _leaves(sub)
-    elif isinstance(value, list):
-        for sub in value:
-            yield from _leaves(sub)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
 
 
 @dataclass
@@ -212,61 +98,65 @@ class _Collection:
         return {**raw, "items": self.items}
 
 
-class Recorder:
-    """What a recording session has learnt, written to `out` (and `rejected`) after every exchange."""
+@dataclass
+class Learnt:
+    """What one exchange taught: what became of it (for the log), the fixture documents it changed (by their path
+    in the recording's folder), and an answer kept apart because it breaks the description (file name, document)."""
 
-    def __init__(self, out: Path, rejected: Path, redact: Iterable[str] = ()) -> None:
-        self.out, self.rejected = out, rejected
+    outcome: str
+    documents: dict[str, Any] = field(default_factory=dict)
+    rejected: tuple[str, dict[str, Any]] | None = None
+
+
+class Recording:
+    """What a recording session has learnt so far, as fixture data; `earlier` is a recording it merges with
+    (the documents of its folder by path, as `Learnt.documents` names them). Not thread-safe: one exchange at a
+    time."""
+
+    def __init__(self, earlier: dict[str, Any] | None = None, redact: Iterable[str] = ()) -> None:
         self.redactor = Redactor(redact)
         self.collections: dict[str, _Collection] = {}
-        self.operations: dict[str, dict[str, Any]] = {}
         self.responds: dict[str, dict[str, dict[str, Any]]] = {}  # operation -> its `when`, as JSON -> entry
-        self.scenarios: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-        self._load()
-
-    def _load(self) -> None:
-        """Start from an earlier recording in the same folder, so the new one merges with it."""
-        for path in sorted((self.out / "collections").glob("*.yaml")):
-            for name, raw in (_read(path).get("collections") or {}).items():
-                self.collections[name] = _Collection(raw.get("key"), set(raw.get("private", [])), raw.get("schema"),
-                                                     raw.get("items", []))
-        self.operations = _read(self.out / "operations.yaml").get("operations") or {}
+        earlier = earlier or {}
+        for path, document in sorted(earlier.items()):
+            if path.startswith("collections/"):
+                for name, raw in (document.get("collections") or {}).items():
+                    self.collections[name] = _Collection(raw.get("key"), set(raw.get("private", [])),
+                                                         raw.get("schema"), raw.get("items", []))
+        self.operations: dict[str, dict[str, Any]] = (earlier.get("operations.yaml") or {}).get("operations") or {}
         for op_id, config in self.operations.items():
             if "respond" in config:
                 self.responds[op_id] = {_when_key(e.get("when")): e for e in config["respond"]}
-        self.scenarios = {s["id"]: s for s in _read(self.out / "scenarios.yaml").get("scenarios") or []}
+        self.scenarios: dict[str, dict[str, Any]] = {
+            s["id"]: s for s in (earlier.get("scenarios.yaml") or {}).get("scenarios") or []}
 
-    def observe(self, pipeline: Pipeline, exchange: Exchange) -> str:
-        """Save what one exchange teaches; says what became of it, for the log."""
+    def observe(self, pipeline: Pipeline, exchange: Exchange) -> Learnt:
+        """What one exchange teaches."""
         op = exchange.operation
-        with self._lock:
-            self.redactor.learn(exchange.request, pipeline.spec.security_schemes)
-            if op is None or exchange.request.method != "GET":
-                return "not recorded (only GETs of the description's operations are)"
-            if exchange.status in (401, 403):
-                return "not recorded (it depends on the credential, which is never kept)"
-            if exchange.status // 100 not in (2, 4, 5):
-                return f"not recorded (status {exchange.status})"
-            if any(v.side == "response" for v in exchange.violations) or (exchange.violations and
-                                                                          exchange.status < 400):
-                return self._reject(pipeline, op, exchange, exchange.violations)
-            if exchange.violations:
-                return "not recorded (the request breaks the description: the mock refuses it on its own)"
-            assert exchange.valid is not None  # a request with no violation was validated
-            payload = self.redactor.body(exchange.payload)  # first: values it names are secrets in the request too
-            valid = self._redacted(exchange.valid)
-            broken = body_violations(op, exchange.status, exchange.media_type, payload) if exchange.media_type else []
-            if broken:
-                return self._reject(pipeline, op, exchange, [
-                    Violation(v.side, v.pointer, v.rule, "once redacted: " + v.message) for v in broken])
-            if exchange.status >= 400:
-                outcome = self._scenario(pipeline, op, exchange, payload)
-            else:
-                outcome, touched = self._answer(pipeline, op, exchange, valid, payload)
-                self._write_collections(touched)
-            self._write_shared(pipeline)
-            return outcome
+        self.redactor.learn(exchange.request, pipeline.spec.security_schemes)
+        if op is None or exchange.request.method != "GET":
+            return Learnt("not recorded (only GETs of the description's operations are)")
+        if exchange.status in (401, 403):
+            return Learnt("not recorded (it depends on the credential, which is never kept)")
+        if exchange.status // 100 not in (2, 4, 5):
+            return Learnt(f"not recorded (status {exchange.status})")
+        if any(v.side == "response" for v in exchange.violations) or (exchange.violations and exchange.status < 400):
+            return self._reject(pipeline, op, exchange, exchange.violations)
+        if exchange.violations:
+            return Learnt("not recorded (the request breaks the description: the mock refuses it on its own)")
+        assert exchange.valid is not None  # a request with no violation was validated
+        payload = self.redactor.body(exchange.payload)  # first: values it names are secrets in the request too
+        valid = self._redacted(exchange.valid)
+        broken = body_violations(op, exchange.status, exchange.media_type, payload) if exchange.media_type else []
+        if broken:
+            return self._reject(pipeline, op, exchange, [
+                Violation(v.side, v.pointer, v.rule, "once redacted: " + v.message) for v in broken])
+        touched: list[str] = []
+        if exchange.status >= 400:
+            outcome = self._scenario(pipeline, op, exchange, payload)
+        else:
+            outcome, touched = self._answer(pipeline, op, exchange, valid, payload)
+        return Learnt(outcome, {**self._collection_documents(touched), **self._shared_documents(pipeline)})
 
     def _redacted(self, valid: ValidRequest) -> ValidRequest:
         """The request's values as a recording may keep them: every later use (scoping fields, conditions) reads
@@ -282,7 +172,7 @@ class Recorder:
         kind = next((k for k in ("list", "item") if k in config), None)
         if kind is not None:
             spec = _without_caller(config[kind])
-            items = _page_items(payload, spec.get("page", {}).get("items", "data")) if kind == "list" else (
+            items = _page_items(payload, page_names(spec)["items"]) if kind == "list" else (
                 [payload] if isinstance(payload, dict) else None)
             if items is None:
                 return f"not recorded (the answer is not the {kind} the fixtures serve)", []
@@ -296,7 +186,9 @@ class Recorder:
             rejects = [r for r in config.get("reject", []) if not _mentions_caller(r)]
             self.operations[op.id] = {**({"reject": rejects} if rejects else {}), kind: spec}
             return f"{len(items)} item(s) into collection {spec['from']}", [spec["from"]]
-        items = _page_items(payload, "data") if isinstance(payload, dict) and "hasMore" in payload else None
+        names = page_names({})  # a page no fixture describes: is it shaped as the fixtures' pages are by default?
+        items = _page_items(payload, names["items"]) if isinstance(payload, dict) and names["hasMore"] in payload \
+            else None
         if items is not None:
             return self._generic_list(pipeline, op, valid, items), [op.id]
         return self._respond(pipeline, op, exchange, valid, payload), []
@@ -312,7 +204,8 @@ class Recorder:
         collection.private |= {f"_{loc}_{name}" for loc, name in scope}
         collection.merge(items)
         fields = {name for item in collection.items for name in item}
-        skip = {"limit", "cursor"} | _secret_query_names(pipeline)
+        names = page_names({})
+        skip = {names["limit"], names["cursor"]} | _secret_query_names(pipeline)
         filters = [{"field": p.spec.name, "equals": {"query": p.spec.name}, "when": {"query": p.spec.name,
                                                                                        "present": True}}
                    for p in pipeline.validators[op.id].params
@@ -344,7 +237,7 @@ class Recorder:
     # -- errors and rejects --------------------------------------------------------------------------------
     def _request_values(self, pipeline: Pipeline, exchange: Exchange) -> tuple[dict[str, Any], dict[str, Any]]:
         """The path and query values as sent (redacted), less the cursor (the deployment's own) and API keys."""
-        skip = {"cursor"} | _secret_query_names(pipeline)
+        skip = {page_names(_listing(pipeline, exchange))["cursor"]} | _secret_query_names(pipeline)
         query = {k: v[-1] for k, v in parse_qs(exchange.request.query_string, keep_blank_values=True).items()
                  if k not in skip}
         return self.redactor.params(exchange.path_params), self.redactor.params(query)
@@ -379,7 +272,7 @@ class Recorder:
         self.scenarios[ident] = {"id": ident, "description": described, **spec}
         return f"scenario {ident}"
 
-    def _reject(self, pipeline: Pipeline, op: Operation, exchange: Exchange, violations: list[Violation]) -> str:
+    def _reject(self, pipeline: Pipeline, op: Operation, exchange: Exchange, violations: list[Violation]) -> Learnt:
         path, query = self._request_values(pipeline, exchange)
         kinds = sorted({(v.side, v.place, v.rule) for v in violations})
         name = f"{_slug(op.id)}-{exchange.status}-{_digest(kinds)}.yaml"
@@ -394,24 +287,23 @@ class Recorder:
             "violations": [{"in": v.side, "pointer": v.pointer, "rule": v.rule,
                             "message": self.redactor.text(v.message)} for v in violations],
         }
-        _write(self.rejected / name, document, "# Not saved as a fixture: it breaks the description (violations "
-                                               "below). For a person to judge.\n")
-        return f"kept apart in {self.rejected / name}"
+        return Learnt(f"kept apart as {name}", rejected=(name, document))
 
-    # -- files ---------------------------------------------------------------------------------------------
-    def _write_collections(self, names: list[str]) -> None:
-        for name in names:
-            _write(self.out / "collections" / f"{_slug(name)}.yaml",
-                   {"collections": {name: self.collections[name].as_fixture()}})
+    # -- fixture documents ---------------------------------------------------------------------------------
+    def _collection_documents(self, names: list[str]) -> dict[str, Any]:
+        return {f"collections/{_slug(name)}.yaml": {"collections": {name: self.collections[name].as_fixture()}}
+                for name in names}
 
-    def _write_shared(self, pipeline: Pipeline) -> None:
+    def _shared_documents(self, pipeline: Pipeline) -> dict[str, Any]:
+        documents: dict[str, Any] = {}
         settings = {k: v for k, v in pipeline.fixtures.settings.items() if k in ("requestIdHeader", "errors")}
         if settings:  # the API's envelope, so errors served from the recording look the same; never its tokens
-            _write(self.out / "settings.yaml", {"settings": settings})
+            documents["settings.yaml"] = {"settings": settings}
         if self.operations:
-            _write(self.out / "operations.yaml", {"operations": self.operations})
+            documents["operations.yaml"] = {"operations": self.operations}
         if self.scenarios:
-            _write(self.out / "scenarios.yaml", {"scenarios": list(self.scenarios.values())})
+            documents["scenarios.yaml"] = {"scenarios": list(self.scenarios.values())}
+        return documents
 
 
 def _without_caller(config: dict[str, Any]) -> dict[str, Any]:
@@ -465,16 +357,7 @@ def _conditions(when: Any) -> int:
     return 0 if when is None else len(when["all"]) if "all" in when else 1
 
 
-def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    return yaml.safe_load(path.read_text()) or {}
-
-
-def _write(path: Path, data: Any, header: str = _HEADER) -> None:
-    """Whole or not at all: a reader (or a `serve --watch`) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(header + yaml.dump(data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=120,
-                                                  default_flow_style=None))
-    os.replace(temporary, path)
+def _listing(pipeline: Pipeline, exchange: Exchange) -> dict[str, Any]:
+    """The fixtures' `list` of the exchange's operation (its page names), or none."""
+    base = pipeline.fixtures.operations.get(exchange.operation.id) if exchange.operation else None
+    return (base.value.get("list") or {}) if base is not None else {}

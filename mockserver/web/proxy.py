@@ -1,8 +1,9 @@
 """`mockserver proxy` and `record`: the described API's requests go to a real deployment and its answers come back
 unchanged; each exchange is checked against the description (`core.drift`) and, when recording, saved as
-fixtures (`core.recorder`). With fallback, the mock answers what the deployment cannot (down, too slow, 501), so a
-frontend keeps working while the backend does not. It plugs into `MockWSGI` in place of `Pipeline.handle`, so
-CORS, the journal, the access log and the control API work as they do for the mock."""
+fixtures (learnt by `core.recorder`, written by `web/recording.py`). With fallback, the mock answers what the
+deployment cannot (down, too slow, 501), so a frontend keeps working while the backend does not. It plugs into
+`MockWSGI` in place of `Pipeline.handle`, so CORS, the journal, the access log and the control API work as they
+do for the mock."""
 from __future__ import annotations
 
 import http.client
@@ -13,7 +14,7 @@ from ..core.drift import DriftLog, check
 from ..core.errors import MockError
 from ..core.http import MockRequest, MockResponse
 from ..core.pipeline import Pipeline
-from ..core.recorder import Recorder
+from .recording import Recorder
 
 log = logging.getLogger("mockserver.proxy")
 # not forwarded either way (RFC 9110 §7.6.1), or recomputed; Accept-Encoding so that answers can be read and checked

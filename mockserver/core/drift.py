@@ -65,21 +65,18 @@ def check(pipeline: Pipeline, request: MockRequest, status: int, headers: dict[s
     exchange = Exchange(request, status, headers, body)
     exchange.request_id = exchange.header(pipeline.request_id_header)
     try:
-        match = pipeline.router.match(request.method, request.path, request.query() or {})  # as Pipeline.handle
+        resolved = pipeline.resolve(request, limits=False, collect=True)  # the mock's own front half
     except MockError as error:
         pointer, rule = _ROUTE_RULES.get(error.status, ("/path", "encoding"))
         exchange.violations.append(Violation("request", pointer, rule, error.message))
         return exchange
-    op = exchange.operation = match.operation
-    exchange.path_params = match.path_params
-    try:
-        pipeline.auth.authenticate(op, request)
-    except MockError as error:
-        exchange.violations.append(Violation("request", "/security", "security", error.message))
-    try:
-        exchange.valid = pipeline.validators[op.id].validate(request, match.path_params)
-    except MockError as error:
-        exchange.violations.extend(_request_violations(error))
+    op = exchange.operation = resolved.operation
+    exchange.path_params, exchange.valid = resolved.path_params, resolved.valid
+    for stage, error in resolved.errors:
+        if stage == "auth":
+            exchange.violations.append(Violation("request", "/security", "security", error.message))
+        else:
+            exchange.violations.extend(_request_violations(error))
     exchange.payload, exchange.media_type, found = read_response(op, status, exchange.header("content-type"), body,
                                                                  skip_body=request.method == "HEAD")
     exchange.violations.extend(found)

@@ -7,12 +7,12 @@ import json
 import logging
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from .answers import Answer, Answers, pick_media_type
-from .auth import Authenticator, Token, bearer_token
+from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .errors import LoadError, MockError, Problem
@@ -21,7 +21,7 @@ from .http import MockRequest, MockResponse
 from .journal import Journal
 from .negotiation import negotiate
 from .pagination import CursorSealer
-from .request_validation import RequestValidator, coerce
+from .request_validation import RequestValidator, ValidRequest, coerce
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
@@ -46,6 +46,18 @@ class Options:
     max_header: int = 8192  # bytes of one header value; longer is 431
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
+
+
+@dataclass
+class Resolved:
+    """What the front half of the request path found out (`Pipeline.resolve`)."""
+
+    operation: Operation
+    path_params: dict[str, str]
+    query: dict[str, list[str]]
+    caller: Caller | None = None
+    valid: ValidRequest | None = None
+    errors: list[tuple[str, MockError]] = field(default_factory=list)
 
 
 def parse_prefer(header: str | None) -> dict[str, str]:
@@ -230,19 +242,20 @@ class Pipeline:
         except MockError as error:
             session_error = error
         try:
-            query = request.query() or {}  # not UTF-8: the request check says so, once the operation is known
-            match = self.router.match(request.method, request.path, query)
-            op = match.operation  # known first, so a refusal below takes the operation's own error shape
-            self._check_size(request)
+            resolved = self.resolve(request)
+            op = resolved.operation  # known first, so a refusal below takes the operation's own error shape
+            if resolved.errors:
+                raise resolved.errors[0][1]
             if session_error is not None:
                 raise session_error
             self.store.check()
-            caller = self.auth.authenticate(op, request)
-            valid = self.validators[op.id].validate(request, match.path_params)
+            query, caller, valid = resolved.query, resolved.caller, resolved.valid
+            assert caller is not None and valid is not None  # resolve raised otherwise
             prefer = parse_prefer(request.header("prefer"))
             if "code" in prefer:
                 raise self._preferred_error(op, prefer["code"])
-            effect = self.scenarios.effect(op, match.path_params, query, request, bearer_token(request), session)
+            effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
+                                           session)
             if effect is not None and effect.error is not None:
                 raise effect.error
             answer = self._answer(op, Context(valid, caller), prefer, request, effect)
@@ -268,6 +281,37 @@ class Pipeline:
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
         response.session = session
         return response
+
+    def resolve(self, request: MockRequest, *, limits: bool = True, collect: bool = False) -> Resolved:
+        """The front half of the request path, shared by the mock and the proxy's drift check: route, then the
+        size limits (`limits`), the caller, the valid inputs. A request that reaches no operation raises; after
+        that, a stage that refuses it is kept in `errors` (by stage: "limits", "auth", "request") and, unless
+        `collect`, the later stages are skipped."""
+        query = request.query() or {}  # not UTF-8: the request check says so, once the operation is known
+        match = self.router.match(request.method, request.path, query)
+        op = match.operation
+        resolved = Resolved(op, match.path_params, query)
+
+        def refused(stage: str, error: MockError) -> bool:
+            resolved.errors.append((stage, error))
+            return not collect
+
+        if limits:
+            try:
+                self._check_size(request)
+            except MockError as error:
+                if refused("limits", error):
+                    return resolved
+        try:
+            resolved.caller = self.auth.authenticate(op, request)
+        except MockError as error:
+            if refused("auth", error):
+                return resolved
+        try:
+            resolved.valid = self.validators[op.id].validate(request, match.path_params)
+        except MockError as error:
+            refused("request", error)
+        return resolved
 
     def _check_size(self, request: MockRequest) -> None:
         """Limits that protect the mock, answered in the API's envelope like any other refusal."""

@@ -79,7 +79,7 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     options = contract.Options(spec, fixtures, url=args.url, token=args.token, basic=args.basic,
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
-                               operations=args.operation)
+                               operations=args.operation, allow_untested=args.allow_untested)
     try:
         return contract.check(options, args.junit)
     except LoadError as exc:
@@ -211,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
     contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
                           help="check only these operations, by operationId or as 'GET /path'")
+    contract.add_argument("--allow-untested", action="append", default=[], metavar="ID",
+                          help="do not fail the run when this operation (operationId or 'GET /path') never answered "
+                               "with success or its checks never applied: for what a team knowingly skips "
+                               "(repeatable)")
 
     coverage = commands.add_parser("coverage", help="what a client's calls exercised of the description, read from "
                                                     "a running mock")

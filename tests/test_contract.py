@@ -8,6 +8,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode
@@ -21,7 +22,7 @@ from mockserver.contract import load_contract
 from mockserver.contract.examples import caller_for, derive
 from mockserver.testing import MockServer
 from mockserver.web.app import MOCK_KEY
-from stand_ins import Served
+from stand_ins import Served, ids_elsewhere
 
 DATA = Path(__file__).resolve().parent / "data"
 NOTES = DATA / "contract"
@@ -350,3 +351,97 @@ def test_operations_kept_in_their_own_files_are_checked_with_their_parameters(ca
     assert set(lines) == {"GET /things", "GET /things/{thingId}"}, output
     assert all("200×" in line and "400×" in line for line in lines.values()), lines
     assert "ignored_auth left out" not in output  # nothing there takes credentials
+
+
+def why(output: str) -> list[str]:
+    """The lines right after the report's first one, where a failed run says why."""
+    lines = output.splitlines()
+    assert lines[1] == "FAILED:", output
+    return list(takewhile(lambda line: line.startswith("  "), lines[2:]))
+
+
+def test_a_token_the_server_refuses_fails_naming_the_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A rotated CI secret: every call that carries the token is a 401. Nothing was checked, so the run fails and
+    says so first, in the text and in the JUnit file."""
+    report = tmp_path / "contract.xml"
+    with serving(notes_mock()) as url:
+        code = contract(url, "--token", "not-a-real-token", "--junit", str(report))
+    output = capsys.readouterr().out
+    assert code == 1, output
+    reasons = why(output)
+    assert reasons[0].startswith("  - the credentials never authenticated") and "--token" in reasons[0], output
+    assert reasons[1].startswith("      GET /notebooks/{notebookId}/notes (401×"), output
+    assert "PASSED" not in output
+    gate = [case for case in ET.parse(report).getroot().iter("testcase") if case.get("name") == "tested: credentials"]
+    assert len(gate) == 1 and gate[0].find("failure") is not None
+
+
+def test_an_expired_token_fails_every_operation_of_the_in_process_mock(capsys: pytest.CaptureFixture[str]):
+    code = main(["contract", "--token", "expired-token", "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 1, output
+    refused = [line.split(" (")[0].strip() for line in why(output)[1:]]
+    assert sorted(refused) == sorted(operation_lines(output)), output
+
+
+def kindgi_contract(url: str, *extra: str) -> int:
+    return main(["contract", "--url", url, "--token", "demo-token", "--max-examples", "5", "--seed", "1", *extra])
+
+
+NEVER_FOUND = ["GET /v1/agents/{agentId}/test-set/cases", "GET /v1/eval-suites/{suiteId}/versions/{version}/cases",
+               "GET /v1/test-sets/{testSetId}/versions/{version}/cases"]
+
+
+def test_a_deployment_without_the_fixtures_ids_fails_naming_the_operations_never_answered_with_success(
+        capsys: pytest.CaptureFixture[str]):
+    """Its own data: every call with a path id is a 404, and an OPTIONS 200 is a probe, not an answer. Only the
+    list of test sets (no path id) has its success answers checked."""
+    with serving(ids_elsewhere(create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True)), "") as url:
+        code = kindgi_contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    reasons = why(output)
+    assert reasons[0].startswith("  - never answered with success"), output
+    assert sorted(line.split(" (")[0].strip() for line in reasons[1:]) == NEVER_FOUND, output
+    lines = operation_lines(output)
+    assert all("answers: 200×" not in lines[label] and "probes with other methods: 200×" in lines[label]
+               for label in NEVER_FOUND), lines
+    assert "answers: 200×" in lines["GET /v1/test-sets"]
+
+
+def test_operations_allowed_untested_do_not_fail_the_run(capsys: pytest.CaptureFixture[str]):
+    allowed = ["listAgentTestSetCases", "listEvalSuiteVersionCases", NEVER_FOUND[2]]  # by operationId or label
+    with serving(ids_elsewhere(create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True)), "") as url:
+        code = kindgi_contract(url, *(arg for name in allowed for arg in ("--allow-untested", name)))
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert output.splitlines()[1] == "allowed untested (--allow-untested):", output
+    assert sorted(line.split(":")[0].strip() for line in output.splitlines()[2:5]) == NEVER_FOUND, output
+
+
+def test_a_list_whose_pages_never_have_a_next_one_fails_naming_the_cursor_checks(capsys: pytest.CaptureFixture[str]):
+    """Success answers, but none the cursor checks can apply to: they report `did not apply` and the run fails."""
+    with serving(on_response(json_body(lambda page: (page.update(more=False), page.pop("next", None))))) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    never = {line.split()[1] for line in why(output) if "never applied" in line}
+    assert never == {"cursor_walk", "tampered_cursor_rejected"}, output
+    assert re.search(r"^  -\s+cursor_walk\s+did not apply \(\d+ answers checked\)$", output, re.M), output
+
+
+def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`make contract`: every operation answered with success, every check that had to apply did, and the JUnit
+    file says for each check how often it passed, failed and did not apply."""
+    report = tmp_path / "contract.xml"
+    code = main(["contract", "--max-examples", "5", "--seed", "3", "--junit", str(report)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert re.search(r"^PASSED: 4 operations, \d+ requests, 0 failure\(s\), 0 error\(s\), 0 untested", output, re.M)
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    cases = {(case.get("classname"), case.get("name")): case for case in ET.parse(report).getroot().iter("testcase")}
+    walk = cases[("GET /v1/test-sets", "cursor_walk")]
+    counts = {p.get("name"): int(p.get("value", "-1")) for p in walk.iter("property")}
+    assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
+    retry = cases[("GET /v1/test-sets", "retry_after_seconds")]  # no 503 was asked for: listed, did not apply
+    assert retry.find("skipped") is not None

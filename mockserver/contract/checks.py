@@ -270,3 +270,27 @@ def filter_failure(context: Any, failure: Failure, case: Case, response: Respons
             for name, value in (values or {}).items()}
     ctx = rule_context(sent, Caller(known["caller"]["id"], known["caller"]["tenant"], True, ""))
     return not any(rule["status"] == status and compile_condition(rule["when"])(ctx) for rule in known["rejects"])
+
+
+OURS = [check.__name__ for check in (request_id_header, error_code_documented, retry_after_seconds,
+                                     next_cursor_when_has_more, cursor_walk, tampered_cursor_rejected)]
+
+
+def _lists(known: dict[str, Any]) -> bool:
+    return known.get("page") is not None
+
+
+# Checks that must apply at least once to an operation that answered with success, where its `x-contract` makes
+# them relevant (the run fails closed otherwise), with what they need, for the report.
+MUST_APPLY: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
+    "next_cursor_when_has_more": (_lists, "a success page with a boolean hasMore"),
+    "cursor_walk": (_lists, "a first page with a next one (more items than the smallest limit)"),
+    "tampered_cursor_rejected": (_lists, "a first page with a next one (more items than the smallest limit)"),
+}
+
+
+def must_apply(known: dict[str, Any] | None, enabled: list[str]) -> list[str]:
+    """The checks among `enabled` that must apply to the operation `known` describes, once it answers 2xx."""
+    if known is None:
+        return []
+    return [name for name, (relevant, _) in MUST_APPLY.items() if name in enabled and relevant(known)]

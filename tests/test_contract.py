@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from itertools import takewhile
@@ -14,8 +15,9 @@ from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
+import yaml
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, free_port
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, SAMPLE_PROJECT, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
@@ -445,3 +447,61 @@ def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, 
     assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
     retry = cases[("GET /v1/test-sets", "retry_after_seconds")]  # no 503 was asked for: listed, did not apply
     assert retry.find("skipped") is not None
+
+
+def own_choices(folder: Path) -> Path:
+    """The Kindgi fixtures, with choices of its own where the pages leave them open: ties of an agent's cases
+    broken by id descending, and codes of its own for a 401 and for a missing test set or eval suite."""
+    shutil.copytree(KINDGI_FIXTURES, folder)
+    main_file = folder / "kindgi.yaml"
+    fixtures = yaml.safe_load(main_file.read_text())
+    fixtures["settings"]["errors"]["codes"][401] = "invalid-token"
+    operations = fixtures["operations"]
+    operations["listAgentTestSetCases"]["list"]["order"] = [{"by": "addedAt", "desc": True}, {"by": "id", "desc": True}]
+    for name, code in (("listTestSetVersionCases", "no-such-test-set"), ("listEvalSuiteVersionCases", "no-such-suite")):
+        for rule in operations[name]["require"]:
+            rule["code"] = code
+    main_file.write_text(yaml.safe_dump(fixtures, sort_keys=False))
+    return folder
+
+
+def unsealed(inner: Wsgi) -> Wsgi:
+    """`inner`, taking any cursor: one it did not issue starts the list again (a 200), as a runtime that does not
+    seal its cursors may."""
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        status, headers, body = call(inner, environ)
+        if status.startswith("400") and "cursor=" in environ.get("QUERY_STRING", ""):
+            query_without("cursor")(environ)
+            status, headers, body = call(inner, environ)
+        return respond(start_response, status, headers, body)
+
+    return app
+
+
+def test_a_faithful_deployment_making_its_own_choices_where_the_pages_leave_them_open_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Ties broken the other way, its own codes where the pages name none, cursors not sealed: nothing the
+    description states is broken, so nothing fails — and every operation's success was checked."""
+    fixtures = own_choices(tmp_path / "fixtures")
+    walked = walk_all(create_app(KINDGI_SPEC, fixtures).test_client(), "/v1/agents/acme.drafting/test-set/cases",
+                      {"projectId": SAMPLE_PROJECT, "limit": 100})
+    assert any(a["addedAt"] == b["addedAt"] and a["id"] > b["id"] for a, b in zip(walked, walked[1:]))  # a tie
+    with serving(unsealed(create_app(KINDGI_SPEC, fixtures, strict_auth=True)), "") as url:
+        code = kindgi_contract(url, "--max-examples", "10")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    assert re.search(r"^\s+ok\s+cursor_walk\s+\d+ passed", output, re.M), output
+    assert "401 code among" not in output and "invalid-token" not in output
+
+
+def walk_all(client: Any, path: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every item of a list, page after page."""
+    items, cursor = [], None
+    while True:
+        page = client.get(path, query_string={**query, **({"cursor": cursor} if cursor else {})},
+                          headers={"Authorization": "Bearer demo-token"}).json
+        items += page["data"]
+        if not page["hasMore"]:
+            return items
+        cursor = page["nextCursor"]

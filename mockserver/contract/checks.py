@@ -11,6 +11,7 @@ import json
 import re
 import weakref
 from collections import Counter
+from email.utils import parsedate_to_datetime
 from typing import Any, Callable
 
 import schemathesis
@@ -81,7 +82,8 @@ def request_id_header(ctx: CheckContext, response: Response, case: Case) -> bool
 
 @schemathesis.check
 def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """An error of a status the operation documents carries one of the codes its examples give that status."""
+    """An error carries one of the codes the description allows for its status, where its schema states them as
+    an `enum` or `const` (examples bind no server)."""
     known = contract(case)
     documented = known["codes"].get(str(response.status_code)) if known else None
     if not documented:
@@ -96,14 +98,32 @@ def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> 
 
 @schemathesis.check
 def retry_after_seconds(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """A 503 says when to come back: `Retry-After` in whole seconds."""
-    if contract(case) is None or response.status_code != 503:
+    """Where the answer's status declares `Retry-After`, it is there (when required) and written as its schema
+    says: whole seconds, or (a string schema) seconds or an HTTP-date."""
+    known = contract(case)
+    declared = known.get("retryAfter", {}).get(str(response.status_code)) if known else None
+    if declared is None:
         return True
     value = _header(response, "Retry-After")
-    if value is None or not _WHOLE_SECONDS.match(value.strip()):
-        raise CheckFailed(case, "Retry-After not whole seconds", "503 with Retry-After in whole seconds",
-                          f"Retry-After: {value}" if value is not None else "503 without Retry-After")
+    if value is None and not declared["required"]:
+        return True
+    form = "whole seconds" if declared["form"] == "seconds" else "whole seconds or an HTTP-date"
+    if value is None or not _retry_after_ok(value.strip(), declared["form"]):
+        raise CheckFailed(case, "Retry-After missing or malformed",
+                          f"{response.status_code} with Retry-After in {form}",
+                          f"Retry-After: {value}" if value is not None else f"{response.status_code} without Retry-After")
     return None
+
+
+def _retry_after_ok(value: str, form: str) -> bool:
+    if _WHOLE_SECONDS.match(value):
+        return True
+    if form == "seconds":
+        return False
+    try:
+        return parsedate_to_datetime(value) is not None
+    except (TypeError, ValueError):
+        return False
 
 
 def _page(case: Case, response: Response) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -187,7 +207,8 @@ def cursor_walk(ctx: CheckContext, response: Response, case: Case) -> bool | Non
             if seen and in_order is not None and not in_order(items[len(seen) - 1], item):
                 raise CheckFailed(case, "A cursor walk breaks the documented order",
                                   f"items ordered by {_describe(known['order'])}",
-                                  f"{_brief(items[len(seen) - 1])} before {_brief(item)}", curl)
+                                  f"item {len(seen)} ({_sort_keys(items[len(seen) - 1], known['order'])}) before "
+                                  f"item {len(seen) + 1} ({_sort_keys(item, known['order'])})", curl)
             seen[identity] = len(seen)
         if not body.get(names["hasMore"]):
             return None
@@ -224,6 +245,18 @@ def _describe(order: list[dict[str, Any]]) -> str:
     return ", ".join(f"{rule['by']}{' descending' if rule.get('desc') else ''}" for rule in order)
 
 
+def _sort_keys(item: Any, order: list[dict[str, Any]]) -> str:
+    """An item as the order sees it: its sort key values (and its `id`, to find it)."""
+    keys = [rule["by"] for rule in order]
+    shown = []
+    for name in keys + ([] if "id" in keys else ["id"]):
+        value = field_getter(name)(item) if isinstance(item, dict) else None
+        present = value is None or isinstance(value, (str, int, float, bool))
+        if present or name in keys:
+            shown.append(f"{name}: {json.dumps(value, ensure_ascii=False) if present else 'absent'}")
+    return ", ".join(shown)
+
+
 def _brief(item: Any) -> str:
     text = json.dumps(item, ensure_ascii=False)
     return text if len(text) <= 120 else text[:117] + "…"
@@ -239,8 +272,10 @@ def tamper(cursor: str) -> str:
 
 @schemathesis.check
 def tampered_cursor_rejected(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """A cursor changed by the client answers 400 with a code the operation documents for 400."""
-    found = _first_page_with_more(case, response, "tamper")
+    """Where the description says cursors are sealed, a cursor changed by the client answers 400 (with a code the
+    description allows for 400, where it states them)."""
+    known = contract(case)
+    found = _first_page_with_more(case, response, "tamper") if known and known.get("sealed") else None
     if found is None:
         return True
     known, body = found
@@ -280,12 +315,16 @@ def _lists(known: dict[str, Any]) -> bool:
     return known.get("page") is not None
 
 
+def _sealed(known: dict[str, Any]) -> bool:
+    return _lists(known) and bool(known.get("sealed"))
+
+
 # Checks that must apply at least once to an operation that answered with success, where its `x-contract` makes
 # them relevant (the run fails closed otherwise), with what they need, for the report.
 MUST_APPLY: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
     "next_cursor_when_has_more": (_lists, "a success page with a boolean hasMore"),
     "cursor_walk": (_lists, "a first page with a next one (more items than the smallest limit)"),
-    "tampered_cursor_rejected": (_lists, "a first page with a next one (more items than the smallest limit)"),
+    "tampered_cursor_rejected": (_sealed, "a first page with a next one (more items than the smallest limit)"),
 }
 
 

@@ -66,7 +66,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     chosen = select(labels, operations or [], spec)
     examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items()
                 if not operations or op in operations or labels.get(op) in chosen}
-    annotate(raw, pipeline.spec, pipeline.fixtures, caller)
+    annotate(docs, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
     sent = per_operation(raw, docs, pipeline.spec.security_schemes, Credentials(token, basic))

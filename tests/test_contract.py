@@ -505,3 +505,22 @@ def walk_all(client: Any, path: str, query: dict[str, Any]) -> list[dict[str, An
         if not page["hasMore"]:
             return items
         cursor = page["nextCursor"]
+
+
+def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]):
+    """Notes declares 200, 400, 401, 404 and 503; nothing makes the mock answer 503: 4 of 5 observed."""
+    report = tmp_path / "contract.xml"
+    with serving(notes_mock()) as url:
+        below = contract(url, "--min-responses", "90", "--junit", str(report))
+        output = capsys.readouterr().out
+        at = contract(url, "--min-responses", "80")
+    assert below == 1, output
+    assert "  responses: 4 of 5 declared observed · not seen: 503" in output
+    assert "declared responses: 4 of 5 observed (80 %), --min-responses 90 %" in output
+    assert why(output) == ["  - only 4 of 5 declared responses observed (80.0 %), below --min-responses 90; "
+                           "not seen: GET /notebooks/{notebookId}/notes 503"], output
+    case = next(c for c in ET.parse(report).getroot().iter("testcase") if c.get("name") == "declared responses")
+    assert case.find("failure") is not None
+    assert {p.get("name"): p.get("value") for p in case.iter("property")}["observed 503"] == "0"
+    assert at == 0, capsys.readouterr().out

@@ -23,7 +23,7 @@ def text(result: RunResult) -> str:
     for op in _operations(result):
         probes = f" · {sum(op.probes.values())} probes with other methods: {_seen(op.probes)}" if op.probes else ""
         lines += ["", f"{op.label}  {op.operation_id}  · {sum(op.statuses.values())} answers: {_seen(op.statuses)}"
-                      f"{probes}"]
+                      f"{probes}", f"  {_responses(op)}"]
         for check in result.checks:
             mark, detail = _verdict(op, check)
             lines.append(f"  {mark:<4} {check:<30} {detail}")
@@ -39,6 +39,9 @@ def text(result: RunResult) -> str:
             first, *rest = [line for line in error.splitlines() if line.strip()] or [""]
             lines += [f"  - {first}", *(f"    {line}" for line in rest)]
     verdict = "PASSED" if result.passed else "FAILED"
+    observed, declared = result.responses
+    lines += ["", f"declared responses: {observed} of {declared} observed ({result.response_percent:.0f} %)"
+                  + (f", --min-responses {result.min_responses:g} %" if result.min_responses is not None else "")]
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
                   f"{len(findings)} failure(s), {len(result.errors)} error(s), {len(result.gaps)} untested in "
                   f"{result.elapsed:.1f} s · repeat with --seed {result.seed}"]
@@ -63,6 +66,12 @@ def _why(result: RunResult) -> list[str]:
                   *(f"      {gap.operation} ({gap.detail})" for gap in by_kind["success"])]
     for gap in by_kind.get("check", []):
         lines.append(f"  - {_gap(gap)}")
+    if result.too_few_responses:
+        observed, declared = result.responses
+        lines.append(f"  - only {observed} of {declared} declared responses observed ({result.response_percent:.1f} %), "
+                     f"below --min-responses {result.min_responses:g}; not seen: " + ", ".join(
+                         f"{op.label} {key}" for op in _operations(result)
+                         for key, count in op.observed().items() if not count))
     findings, errors = len(_findings(result)), len(result.errors)
     if findings:
         lines.append(f"  - {findings} check failure(s), listed below")
@@ -78,6 +87,13 @@ def _gap(gap: Gap) -> str:
         return f"{gap.operation}: never answered with success ({gap.detail})"
     return (f"{gap.detail} never applied to {gap.operation}, which answered with success: it needs "
             f"{MUST_APPLY[gap.detail][1]}")
+
+
+def _responses(op: OperationResult) -> str:
+    seen = op.observed()
+    missing = [key for key, count in seen.items() if not count]
+    return (f"responses: {len(seen) - len(missing)} of {len(seen)} declared observed"
+            + (f" · not seen: {', '.join(missing)}" if missing else ""))
 
 
 def _seen(statuses: dict[int, int]) -> str:
@@ -131,6 +147,16 @@ def junit(result: RunResult, path: Path) -> None:
             if not failed and not op.passed[check]:
                 ET.SubElement(case, "skipped", message="did not apply")
                 counts["skipped"] += 1
+    for op in _operations(result):
+        counts["tests"] += 1
+        case = ET.SubElement(suite, "testcase", classname=op.label, name="declared responses")
+        properties = ET.SubElement(case, "properties")
+        for key, count in op.observed().items():
+            ET.SubElement(properties, "property", name=f"observed {key}", value=str(count))
+        if result.too_few_responses and not all(op.observed().values()):
+            counts["failures"] += 1
+            ET.SubElement(case, "failure", message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, "
+                                                   f"below --min-responses {result.min_responses:g})")
     for gaps, failing in ((result.gaps, True), (result.excused, False)):
         for gap in gaps:
             counts["tests"] += 1

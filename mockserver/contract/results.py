@@ -33,7 +33,7 @@ class Finding:
 class OperationResult:
     label: str  # "GET /v1/test-sets"
     operation_id: str
-    declares_success: bool = False  # a 2xx (or 2XX) among its declared responses
+    declared: list[str] = field(default_factory=list)  # its declared responses' keys: "200", "4XX", "default"
     must_apply: list[str] = field(default_factory=list)  # checks that must apply once it answered with success
     sent: Sent | None = None  # the run's credentials for it; None when it sends none
     statuses: Counter[int] = field(default_factory=Counter)  # answers to its own method
@@ -52,6 +52,29 @@ class OperationResult:
     def succeeded(self) -> int:
         return sum(count for status, count in self.statuses.items() if 200 <= status < 300)
 
+    @property
+    def declares_success(self) -> bool:
+        return any(key.startswith("2") for key in self.declared)
+
+    def observed(self) -> dict[str, int]:
+        """By declared response key, how many answers it covered (an answer counts for its own status's key,
+        else its range's, `4XX`, else `default`)."""
+        seen = dict.fromkeys(self.declared, 0)
+        for status, count in self.statuses.items():
+            key = response_key(status, self.declared)
+            if key is not None:
+                seen[key] += count
+        return seen
+
+
+def response_key(status: int, declared: list[str]) -> str | None:
+    """The declared response an answer of `status` is (None: an undeclared status)."""
+    by_key = {key.upper(): key for key in declared}
+    for key in (str(status), f"{str(status)[0]}XX", "DEFAULT"):
+        if key in by_key:
+            return by_key[key]
+    return None
+
 
 @dataclass
 class RunResult:
@@ -68,10 +91,27 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # what the run left out, and why
     gaps: list[Gap] = field(default_factory=list)  # what the run had to see and did not: it fails closed
     excused: list[Gap] = field(default_factory=list)  # gaps of operations the run was told to allow untested
+    min_responses: float | None = None  # percent of declared responses the run must observe, if any
 
     @property
     def passed(self) -> bool:
-        return not self.errors and not self.gaps and not any(op.findings for op in self.operations.values())
+        return (not self.errors and not self.gaps and not self.too_few_responses
+                and not any(op.findings for op in self.operations.values()))
+
+    @property
+    def responses(self) -> tuple[int, int]:
+        """Declared responses observed, and declared, over every operation."""
+        seen = [count for op in self.operations.values() for count in op.observed().values()]
+        return sum(1 for count in seen if count), len(seen)
+
+    @property
+    def response_percent(self) -> float:
+        observed, declared = self.responses
+        return 100.0 * observed / declared if declared else 100.0
+
+    @property
+    def too_few_responses(self) -> bool:
+        return self.min_responses is not None and self.response_percent < self.min_responses
 
     @property
     def requests(self) -> int:

@@ -55,6 +55,7 @@ class Options:
     request_timeout: float | None = None  # seconds; None: Schemathesis' default
     filter_failure: Callable[..., bool] | None = None  # another Schemathesis `filter_failure` hook
     allow_untested: list[str] = field(default_factory=list)  # operations (operationId or label) excused by the gate
+    min_responses: float | None = None  # percent of the declared responses the run must observe
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -84,7 +85,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
-                           notes=notes)
+                           notes=notes, min_responses=options.min_responses)
         enabled = _enabled(checks)
         result.operations = _expected(schema, contract, enabled)
         in_process = f"http://{urlsplit(base_url).netloc}" if server else None
@@ -112,10 +113,8 @@ def _expected(schema: OpenApiSchema, contract: Contract, enabled: list[str]) -> 
             continue  # Schemathesis reports it as an error of the run
         op = loaded.ok()
         raw = op.definition.raw
-        responses = [str(status) for status in raw.get("responses") or {}]
         found[op.label] = OperationResult(
-            op.label, str(raw.get("operationId", "")),
-            declares_success=any(status.startswith("2") for status in responses),
+            op.label, str(raw.get("operationId", "")), declared=[str(key) for key in raw.get("responses") or {}],
             must_apply=must_apply(raw.get(KEY), enabled), sent=contract.credentials.get(op.label))
     return found
 

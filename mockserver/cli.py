@@ -90,7 +90,7 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
-                               min_responses=args.min_responses)
+                               min_responses=args.min_responses, force=not args.no_force)
     try:
         return contract.check(options, args.junit)
     except LoadError as exc:
@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--min-responses", type=_percent, metavar="PERCENT",
                           help="fail when fewer than this percentage of the declared responses (every status of every "
                                "operation) were observed")
+    contract.add_argument("--no-force", action="store_true",
+                          help="do not ask a target that honours `Prefer: code=` (the mock, Prism) for every declared "
+                               "response once")
     contract.add_argument("--allow-untested", action="append", default=[], metavar="ID",
                           help="do not fail the run when this operation (operationId or 'GET /path') never answered "
                                "with success or its checks never applied: for what a team knowingly skips "

@@ -162,6 +162,8 @@ BROKEN = {
     "a tampered cursor accepted": (forgiving_cursors(), "tampered_cursor_rejected"),
     "a 503 without Retry-After": (on_response(status_instead("404", "503 SERVICE UNAVAILABLE")),
                                   "retry_after_seconds"),
+    "a 404 breaking its envelope": (on_response(json_body(lambda e: e.update(error="gone"), ("404",))),
+                                    "response_schema_conformance"),
 }
 
 
@@ -445,8 +447,12 @@ def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, 
     walk = cases[("GET /v1/test-sets", "cursor_walk")]
     counts = {p.get("name"): int(p.get("value", "-1")) for p in walk.iter("property")}
     assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
-    retry = cases[("GET /v1/test-sets", "retry_after_seconds")]  # no 503 was asked for: listed, did not apply
-    assert retry.find("skipped") is not None
+    assert "forced with `Prefer: code=` (honoured on " in output
+    assert "declared responses: 18 of 18 observed (100 %)" in output
+    retry = {p.get("name"): p.get("value") for p in cases[("GET /v1/test-sets", "retry_after_seconds")].iter("property")}
+    assert int(retry["passed"]) >= 1, retry  # its 503, forced, had its Retry-After
+    unsealed = cases[("GET /v1/test-sets", "tampered_cursor_rejected")]  # the description does not say sealed
+    assert unsealed.find("skipped") is not None
 
 
 def own_choices(folder: Path) -> Path:
@@ -509,12 +515,12 @@ def walk_all(client: Any, path: str, query: dict[str, Any]) -> list[dict[str, An
 
 def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]):
-    """Notes declares 200, 400, 401, 404 and 503; nothing makes the mock answer 503: 4 of 5 observed."""
+    """Notes declares 200, 400, 401, 404 and 503; unforced, nothing makes the mock answer 503: 4 of 5 observed."""
     report = tmp_path / "contract.xml"
     with serving(notes_mock()) as url:
-        below = contract(url, "--min-responses", "90", "--junit", str(report))
+        below = contract(url, "--no-force", "--min-responses", "90", "--junit", str(report))
         output = capsys.readouterr().out
-        at = contract(url, "--min-responses", "80")
+        at = contract(url, "--no-force", "--min-responses", "80")
     assert below == 1, output
     assert "  responses: 4 of 5 declared observed · not seen: 503" in output
     assert "declared responses: 4 of 5 observed (80 %), --min-responses 90 %" in output
@@ -524,3 +530,33 @@ def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Pa
     assert case.find("failure") is not None
     assert {p.get("name"): p.get("value") for p in case.iter("property")}["observed 503"] == "0"
     assert at == 0, capsys.readouterr().out
+
+
+def retry_after_dropped(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+    return without_header("Retry-After")(status, headers, body) if status.startswith("503") else (status, headers, body)
+
+
+def test_a_503_without_its_declared_retry_after_fails_once_forced(capsys: pytest.CaptureFixture[str]):
+    """Nothing provokes the Notes mock into a 503; asked with `Prefer: code=503` it answers one, here without the
+    `Retry-After` its description declares. Without forcing, that 503 is never seen (and the run passes)."""
+    with serving(on_response(retry_after_dropped)) as url:
+        code = contract(url)
+        output = capsys.readouterr().out
+        unforced = contract(url, "--no-force")
+    assert code == 1, output
+    assert {"retry_after_seconds", "response_headers_conformance"} <= failed_checks(output), output
+    assert "forced with `Prefer: code=` (honoured on GET /notebooks/{notebookId}/notes)" in output
+    assert unforced == 0
+    assert "not seen: 503" in capsys.readouterr().out
+
+
+def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[str]):
+    def strip_prefer(environ: dict[str, Any]) -> None:
+        environ.pop("HTTP_PREFER", None)
+
+    with serving(on_request(strip_prefer)) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "responses not forced: the target does not honour `Prefer: code=`" in output
+    assert "  responses: 4 of 5 declared observed · not seen: 503" in output

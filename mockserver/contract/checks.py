@@ -16,12 +16,13 @@ from typing import Any, Callable
 
 import schemathesis
 from schemathesis import Case, CheckContext, Response
-from schemathesis.core.failures import Failure
+from schemathesis.core.failures import Failure, ServerError
 from schemathesis.openapi.checks import RejectedPositiveData
 
 from ..core.auth import Caller
 from ..core.query import version_key
 from ..core.rules import compile_condition, field_getter
+from .force import forced
 from .knowledge import KEY, find, rule_context
 
 MAX_PAGES = 20  # a cursor walk follows at most this many pages
@@ -293,7 +294,10 @@ def filter_failure(context: Any, failure: Failure, case: Case, response: Respons
     """Schemathesis hook: keep every failure but a rejection of schema-valid data that the contract explains, so
     the API is not blamed for rules its description states in words: a 400 for a cursor it did not issue for
     this very list (a cursor's validity is beyond any schema; the cursor checks above test cursors), or the
-    status of a fixture `reject` rule the request meets (`scopeId` without `scopeKind` …)."""
+    status of a fixture `reject` rule the request meets (`scopeId` without `scopeKind` …); nor a rejection or a
+    server error the run asked for with `Prefer: code=`."""
+    if isinstance(failure, (RejectedPositiveData, ServerError)) and forced(response):
+        return False  # the run asked for this status with `Prefer: code=`: no fault of the server's
     known = contract(case)
     if known is None or not isinstance(failure, RejectedPositiveData):
         return True

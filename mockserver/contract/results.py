@@ -40,6 +40,7 @@ class OperationResult:
     probes: Counter[int] = field(default_factory=Counter)  # answers to other methods: no answer of the operation's
     authenticated: Counter[int] = field(default_factory=Counter)  # answers to the calls that carried `sent`
     checked: int = 0  # answers the checks ran on
+    sample: Request | None = None  # a request it answered with success (with the run's credentials, if any)
     passed: Counter[str] = field(default_factory=Counter)  # by check: answers it passed
     failed: Counter[str] = field(default_factory=Counter)  # by check: answers it failed
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # by (check, title)
@@ -167,8 +168,11 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process: st
             op.probes[status] += 1
             continue
         op.statuses[status] += 1
-        if op.sent is not None and carries(interaction.request, op.sent):
+        authenticated = op.sent is not None and carries(interaction.request, op.sent)
+        if authenticated:
             op.authenticated[status] += 1
+        if op.sample is None and 200 <= status < 300 and (authenticated or op.sent is None):
+            op.sample = interaction.request
     for case_id, checks in recorder.checks.items():
         if case_id not in recorder.cases or not checks:
             continue

@@ -23,6 +23,7 @@ from ..core.pipeline import Pipeline
 from ..testing import MockServer
 from .checks import OURS, must_apply
 from .examples import usable_token
+from .force import force, probe
 from .gate import judge
 from .knowledge import KEY
 from .results import OperationResult, RunResult, fold
@@ -56,6 +57,7 @@ class Options:
     filter_failure: Callable[..., bool] | None = None  # another Schemathesis `filter_failure` hook
     allow_untested: list[str] = field(default_factory=list)  # operations (operationId or label) excused by the gate
     min_responses: float | None = None  # percent of the declared responses the run must observe
+    force: bool = True  # ask a target that honours `Prefer: code=` for every declared response (see force.py)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -91,10 +93,22 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         in_process = f"http://{urlsplit(base_url).netloc}" if server else None
         for event in from_schema(schema).execute():
             fold(result, event, in_process)
+        if options.force:
+            result.notes.append(_force(schema, result, options, in_process))
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
     result.gaps, result.excused = judge(result.operations.values(), set(allowed))
     result.elapsed = time.monotonic() - started
     return result
+
+
+def _force(schema: OpenApiSchema, result: RunResult, options: Options, in_process: str | None) -> str:
+    """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
+    honoured_on = probe(result, options.request_timeout)
+    if honoured_on is None:
+        return ("responses not forced: the target does not honour `Prefer: code=` (or answered no request it "
+                "could be tried on); declared responses it was not provoked into stay unobserved")
+    statuses = force(schema, result, options.headers, in_process)
+    return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
 
 
 def _enabled(checks: dict[str, list[str]]) -> list[str]:

@@ -70,6 +70,16 @@ def _basic(text: str) -> tuple[str, str]:
     return user, password
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
+    return value
+
+
 def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Exit 0 when every check passed, 1 on failures, 2 when the description, fixtures or options are unusable."""
     import logging
@@ -80,7 +90,8 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     options = contract.Options(spec, fixtures, url=args.url, token=args.token, basic=args.basic,
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
-                               operations=args.operation)
+                               operations=args.operation, allow_untested=args.allow_untested,
+                               min_responses=args.min_responses, force=not args.no_force)
     try:
         return contract.check(options, args.junit)
     except LoadError as exc:
@@ -219,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
     contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
                           help="check only these operations, by operationId or as 'GET /path'")
+    contract.add_argument("--min-responses", type=_percent, metavar="PERCENT",
+                          help="fail when fewer than this percentage of the declared responses (every status of every "
+                               "operation) were observed")
+    contract.add_argument("--no-force", action="store_true",
+                          help="do not ask a target that honours `Prefer: code=` (the mock, Prism) for every declared "
+                               "response once")
+    contract.add_argument("--allow-untested", action="append", default=[], metavar="ID",
+                          help="do not fail the run when this operation (operationId or 'GET /path') never answered "
+                               "with success or its checks never applied: for what a team knowingly skips "
+                               "(repeatable)")
 
     coverage = commands.add_parser("coverage", help="what a client's calls exercised of the description, read from "
                                                     "a running mock")

@@ -67,3 +67,21 @@ def get(base: str, path: str, headers: dict[str, str] | None = None) -> tuple[in
             return response.status, dict(response.headers), json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), json.loads(exc.read())
+
+
+def ids_elsewhere(kindgi: WSGI) -> WSGI:
+    """Kindgi deployed with data of its own: no id of the fixtures exists there (each id in a path is looked up as
+    another one), and OPTIONS answers 200 to anything, as CORS-minded frameworks do."""
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ["REQUEST_METHOD"] == "OPTIONS":
+            start_response("200 OK", [("Content-Type", "text/plain"), ("Allow", "GET, OPTIONS"),
+                                      ("X-Request-Id", "req_options")])
+            return [b""]
+        for key in ("PATH_INFO", "RAW_URI", "REQUEST_URI"):  # the mock reads the path as sent, when it can
+            parts = environ.get(key, "").split("/")  # "", "v1", "agents", "{agentId}", …
+            if len(parts) > 3:
+                parts[3] += "-elsewhere"
+                environ[key] = "/".join(parts)
+        return kindgi(environ, start_response)
+
+    return app

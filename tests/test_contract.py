@@ -6,22 +6,25 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
+import yaml
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, free_port
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, SAMPLE_PROJECT, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.examples import caller_for, derive
 from mockserver.testing import MockServer
 from mockserver.web.app import MOCK_KEY
-from stand_ins import Served
+from stand_ins import Served, ids_elsewhere
 
 DATA = Path(__file__).resolve().parent / "data"
 NOTES = DATA / "contract"
@@ -159,6 +162,8 @@ BROKEN = {
     "a tampered cursor accepted": (forgiving_cursors(), "tampered_cursor_rejected"),
     "a 503 without Retry-After": (on_response(status_instead("404", "503 SERVICE UNAVAILABLE")),
                                   "retry_after_seconds"),
+    "a 404 breaking its envelope": (on_response(json_body(lambda e: e.update(error="gone"), ("404",))),
+                                    "response_schema_conformance"),
 }
 
 
@@ -350,3 +355,208 @@ def test_operations_kept_in_their_own_files_are_checked_with_their_parameters(ca
     assert set(lines) == {"GET /things", "GET /things/{thingId}"}, output
     assert all("200×" in line and "400×" in line for line in lines.values()), lines
     assert "ignored_auth left out" not in output  # nothing there takes credentials
+
+
+def why(output: str) -> list[str]:
+    """The lines right after the report's first one, where a failed run says why."""
+    lines = output.splitlines()
+    assert lines[1] == "FAILED:", output
+    return list(takewhile(lambda line: line.startswith("  "), lines[2:]))
+
+
+def test_a_token_the_server_refuses_fails_naming_the_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A rotated CI secret: every call that carries the token is a 401. Nothing was checked, so the run fails and
+    says so first, in the text and in the JUnit file."""
+    report = tmp_path / "contract.xml"
+    with serving(notes_mock()) as url:
+        code = contract(url, "--token", "not-a-real-token", "--junit", str(report))
+    output = capsys.readouterr().out
+    assert code == 1, output
+    reasons = why(output)
+    assert reasons[0].startswith("  - the credentials never authenticated") and "--token" in reasons[0], output
+    assert reasons[1].startswith("      GET /notebooks/{notebookId}/notes (401×"), output
+    assert "PASSED" not in output
+    gate = [case for case in ET.parse(report).getroot().iter("testcase") if case.get("name") == "tested: credentials"]
+    assert len(gate) == 1 and gate[0].find("failure") is not None
+
+
+def test_an_expired_token_fails_every_operation_of_the_in_process_mock(capsys: pytest.CaptureFixture[str]):
+    code = main(["contract", "--token", "expired-token", "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 1, output
+    refused = [line.split(" (")[0].strip() for line in why(output)[1:]]
+    assert sorted(refused) == sorted(operation_lines(output)), output
+
+
+def kindgi_contract(url: str, *extra: str) -> int:
+    return main(["contract", "--url", url, "--token", "demo-token", "--max-examples", "5", "--seed", "1", *extra])
+
+
+NEVER_FOUND = ["GET /v1/agents/{agentId}/test-set/cases", "GET /v1/eval-suites/{suiteId}/versions/{version}/cases",
+               "GET /v1/test-sets/{testSetId}/versions/{version}/cases"]
+
+
+def test_a_deployment_without_the_fixtures_ids_fails_naming_the_operations_never_answered_with_success(
+        capsys: pytest.CaptureFixture[str]):
+    """Its own data: every call with a path id is a 404, and an OPTIONS 200 is a probe, not an answer. Only the
+    list of test sets (no path id) has its success answers checked."""
+    with serving(ids_elsewhere(create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True)), "") as url:
+        code = kindgi_contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    reasons = why(output)
+    assert reasons[0].startswith("  - never answered with success"), output
+    assert sorted(line.split(" (")[0].strip() for line in reasons[1:]) == NEVER_FOUND, output
+    lines = operation_lines(output)
+    assert all("answers: 200×" not in lines[label] and "probes with other methods: 200×" in lines[label]
+               for label in NEVER_FOUND), lines
+    assert "answers: 200×" in lines["GET /v1/test-sets"]
+
+
+def test_operations_allowed_untested_do_not_fail_the_run(capsys: pytest.CaptureFixture[str]):
+    allowed = ["listAgentTestSetCases", "listEvalSuiteVersionCases", NEVER_FOUND[2]]  # by operationId or label
+    with serving(ids_elsewhere(create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True)), "") as url:
+        code = kindgi_contract(url, *(arg for name in allowed for arg in ("--allow-untested", name)))
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert output.splitlines()[1] == "allowed untested (--allow-untested):", output
+    assert sorted(line.split(":")[0].strip() for line in output.splitlines()[2:5]) == NEVER_FOUND, output
+
+
+def test_a_list_whose_pages_never_have_a_next_one_fails_naming_the_cursor_checks(capsys: pytest.CaptureFixture[str]):
+    """Success answers, but none the cursor checks can apply to: they report `did not apply` and the run fails."""
+    with serving(on_response(json_body(lambda page: (page.update(more=False), page.pop("next", None))))) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    never = {line.split()[1] for line in why(output) if "never applied" in line}
+    assert never == {"cursor_walk", "tampered_cursor_rejected"}, output
+    assert re.search(r"^  -\s+cursor_walk\s+did not apply \(\d+ answers checked\)$", output, re.M), output
+
+
+def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`make contract`: every operation answered with success, every check that had to apply did, and the JUnit
+    file says for each check how often it passed, failed and did not apply."""
+    report = tmp_path / "contract.xml"
+    code = main(["contract", "--max-examples", "5", "--seed", "3", "--junit", str(report)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert re.search(r"^PASSED: 4 operations, \d+ requests, 0 failure\(s\), 0 error\(s\), 0 untested", output, re.M)
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    cases = {(case.get("classname"), case.get("name")): case for case in ET.parse(report).getroot().iter("testcase")}
+    walk = cases[("GET /v1/test-sets", "cursor_walk")]
+    counts = {p.get("name"): int(p.get("value", "-1")) for p in walk.iter("property")}
+    assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
+    assert "forced with `Prefer: code=` (honoured on " in output
+    assert "declared responses: 18 of 18 observed (100 %)" in output
+    retry = {p.get("name"): p.get("value") for p in cases[("GET /v1/test-sets", "retry_after_seconds")].iter("property")}
+    assert int(retry["passed"]) >= 1, retry  # its 503, forced, had its Retry-After
+    unsealed = cases[("GET /v1/test-sets", "tampered_cursor_rejected")]  # the description does not say sealed
+    assert unsealed.find("skipped") is not None
+
+
+def own_choices(folder: Path) -> Path:
+    """The Kindgi fixtures, with choices of its own where the pages leave them open: ties of an agent's cases
+    broken by id descending, and codes of its own for a 401 and for a missing test set or eval suite."""
+    shutil.copytree(KINDGI_FIXTURES, folder)
+    main_file = folder / "kindgi.yaml"
+    fixtures = yaml.safe_load(main_file.read_text())
+    fixtures["settings"]["errors"]["codes"][401] = "invalid-token"
+    operations = fixtures["operations"]
+    operations["listAgentTestSetCases"]["list"]["order"] = [{"by": "addedAt", "desc": True}, {"by": "id", "desc": True}]
+    for name, code in (("listTestSetVersionCases", "no-such-test-set"), ("listEvalSuiteVersionCases", "no-such-suite")):
+        for rule in operations[name]["require"]:
+            rule["code"] = code
+    main_file.write_text(yaml.safe_dump(fixtures, sort_keys=False))
+    return folder
+
+
+def unsealed(inner: Wsgi) -> Wsgi:
+    """`inner`, taking any cursor: one it did not issue starts the list again (a 200), as a runtime that does not
+    seal its cursors may."""
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        status, headers, body = call(inner, environ)
+        if status.startswith("400") and "cursor=" in environ.get("QUERY_STRING", ""):
+            query_without("cursor")(environ)
+            status, headers, body = call(inner, environ)
+        return respond(start_response, status, headers, body)
+
+    return app
+
+
+def test_a_faithful_deployment_making_its_own_choices_where_the_pages_leave_them_open_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Ties broken the other way, its own codes where the pages name none, cursors not sealed: nothing the
+    description states is broken, so nothing fails — and every operation's success was checked."""
+    fixtures = own_choices(tmp_path / "fixtures")
+    walked = walk_all(create_app(KINDGI_SPEC, fixtures).test_client(), "/v1/agents/acme.drafting/test-set/cases",
+                      {"projectId": SAMPLE_PROJECT, "limit": 100})
+    assert any(a["addedAt"] == b["addedAt"] and a["id"] > b["id"] for a, b in zip(walked, walked[1:]))  # a tie
+    with serving(unsealed(create_app(KINDGI_SPEC, fixtures, strict_auth=True)), "") as url:
+        code = kindgi_contract(url, "--max-examples", "10")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    assert re.search(r"^\s+ok\s+cursor_walk\s+\d+ passed", output, re.M), output
+    assert "401 code among" not in output and "invalid-token" not in output
+
+
+def walk_all(client: Any, path: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every item of a list, page after page."""
+    items, cursor = [], None
+    while True:
+        page = client.get(path, query_string={**query, **({"cursor": cursor} if cursor else {})},
+                          headers={"Authorization": "Bearer demo-token"}).json
+        items += page["data"]
+        if not page["hasMore"]:
+            return items
+        cursor = page["nextCursor"]
+
+
+def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]):
+    """Notes declares 200, 400, 401, 404 and 503; unforced, nothing makes the mock answer 503: 4 of 5 observed."""
+    report = tmp_path / "contract.xml"
+    with serving(notes_mock()) as url:
+        below = contract(url, "--no-force", "--min-responses", "90", "--junit", str(report))
+        output = capsys.readouterr().out
+        at = contract(url, "--no-force", "--min-responses", "80")
+    assert below == 1, output
+    assert "  responses: 4 of 5 declared observed · not seen: 503" in output
+    assert "declared responses: 4 of 5 observed (80 %), --min-responses 90 %" in output
+    assert why(output) == ["  - only 4 of 5 declared responses observed (80.0 %), below --min-responses 90; "
+                           "not seen: GET /notebooks/{notebookId}/notes 503"], output
+    case = next(c for c in ET.parse(report).getroot().iter("testcase") if c.get("name") == "declared responses")
+    assert case.find("failure") is not None
+    assert {p.get("name"): p.get("value") for p in case.iter("property")}["observed 503"] == "0"
+    assert at == 0, capsys.readouterr().out
+
+
+def retry_after_dropped(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+    return without_header("Retry-After")(status, headers, body) if status.startswith("503") else (status, headers, body)
+
+
+def test_a_503_without_its_declared_retry_after_fails_once_forced(capsys: pytest.CaptureFixture[str]):
+    """Nothing provokes the Notes mock into a 503; asked with `Prefer: code=503` it answers one, here without the
+    `Retry-After` its description declares. Without forcing, that 503 is never seen (and the run passes)."""
+    with serving(on_response(retry_after_dropped)) as url:
+        code = contract(url)
+        output = capsys.readouterr().out
+        unforced = contract(url, "--no-force")
+    assert code == 1, output
+    assert {"retry_after_seconds", "response_headers_conformance"} <= failed_checks(output), output
+    assert "forced with `Prefer: code=` (honoured on GET /notebooks/{notebookId}/notes)" in output
+    assert unforced == 0
+    assert "not seen: 503" in capsys.readouterr().out
+
+
+def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[str]):
+    def strip_prefer(environ: dict[str, Any]) -> None:
+        environ.pop("HTTP_PREFER", None)
+
+    with serving(on_request(strip_prefer)) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "responses not forced: the target does not honour `Prefer: code=`" in output
+    assert "  responses: 4 of 5 declared observed · not seen: 503" in output

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from .credentials import Credentials, Sent
 from .report import junit, text
-from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Finding, Options, RunResult, fold, run
+from .results import Finding, Gap, RunResult, fold
+from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Options, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "Finding", "Options",
+__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "Finding", "Gap", "Options",
            "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
 
 

@@ -11,16 +11,18 @@ import json
 import re
 import weakref
 from collections import Counter
+from email.utils import parsedate_to_datetime
 from typing import Any, Callable
 
 import schemathesis
 from schemathesis import Case, CheckContext, Response
-from schemathesis.core.failures import Failure
+from schemathesis.core.failures import Failure, ServerError
 from schemathesis.openapi.checks import RejectedPositiveData
 
 from ..core.auth import Caller
 from ..core.query import version_key
 from ..core.rules import compile_condition, field_getter
+from .force import forced
 from .knowledge import KEY, find, rule_context
 
 MAX_PAGES = 20  # a cursor walk follows at most this many pages
@@ -81,7 +83,8 @@ def request_id_header(ctx: CheckContext, response: Response, case: Case) -> bool
 
 @schemathesis.check
 def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """An error of a status the operation documents carries one of the codes its examples give that status."""
+    """An error carries one of the codes the description allows for its status, where its schema states them as
+    an `enum` or `const` (examples bind no server)."""
     known = contract(case)
     documented = known["codes"].get(str(response.status_code)) if known else None
     if not documented:
@@ -96,14 +99,32 @@ def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> 
 
 @schemathesis.check
 def retry_after_seconds(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """A 503 says when to come back: `Retry-After` in whole seconds."""
-    if contract(case) is None or response.status_code != 503:
+    """Where the answer's status declares `Retry-After`, it is there (when required) and written as its schema
+    says: whole seconds, or (a string schema) seconds or an HTTP-date."""
+    known = contract(case)
+    declared = known.get("retryAfter", {}).get(str(response.status_code)) if known else None
+    if declared is None:
         return True
     value = _header(response, "Retry-After")
-    if value is None or not _WHOLE_SECONDS.match(value.strip()):
-        raise CheckFailed(case, "Retry-After not whole seconds", "503 with Retry-After in whole seconds",
-                          f"Retry-After: {value}" if value is not None else "503 without Retry-After")
+    if value is None and not declared["required"]:
+        return True
+    form = "whole seconds" if declared["form"] == "seconds" else "whole seconds or an HTTP-date"
+    if value is None or not _retry_after_ok(value.strip(), declared["form"]):
+        raise CheckFailed(case, "Retry-After missing or malformed",
+                          f"{response.status_code} with Retry-After in {form}",
+                          f"Retry-After: {value}" if value is not None else f"{response.status_code} without Retry-After")
     return None
+
+
+def _retry_after_ok(value: str, form: str) -> bool:
+    if _WHOLE_SECONDS.match(value):
+        return True
+    if form == "seconds":
+        return False
+    try:
+        return parsedate_to_datetime(value) is not None
+    except (TypeError, ValueError):
+        return False
 
 
 def _page(case: Case, response: Response) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -187,7 +208,8 @@ def cursor_walk(ctx: CheckContext, response: Response, case: Case) -> bool | Non
             if seen and in_order is not None and not in_order(items[len(seen) - 1], item):
                 raise CheckFailed(case, "A cursor walk breaks the documented order",
                                   f"items ordered by {_describe(known['order'])}",
-                                  f"{_brief(items[len(seen) - 1])} before {_brief(item)}", curl)
+                                  f"item {len(seen)} ({_sort_keys(items[len(seen) - 1], known['order'])}) before "
+                                  f"item {len(seen) + 1} ({_sort_keys(item, known['order'])})", curl)
             seen[identity] = len(seen)
         if not body.get(names["hasMore"]):
             return None
@@ -224,6 +246,18 @@ def _describe(order: list[dict[str, Any]]) -> str:
     return ", ".join(f"{rule['by']}{' descending' if rule.get('desc') else ''}" for rule in order)
 
 
+def _sort_keys(item: Any, order: list[dict[str, Any]]) -> str:
+    """An item as the order sees it: its sort key values (and its `id`, to find it)."""
+    keys = [rule["by"] for rule in order]
+    shown = []
+    for name in keys + ([] if "id" in keys else ["id"]):
+        value = field_getter(name)(item) if isinstance(item, dict) else None
+        present = value is None or isinstance(value, (str, int, float, bool))
+        if present or name in keys:
+            shown.append(f"{name}: {json.dumps(value, ensure_ascii=False) if present else 'absent'}")
+    return ", ".join(shown)
+
+
 def _brief(item: Any) -> str:
     text = json.dumps(item, ensure_ascii=False)
     return text if len(text) <= 120 else text[:117] + "…"
@@ -239,8 +273,10 @@ def tamper(cursor: str) -> str:
 
 @schemathesis.check
 def tampered_cursor_rejected(ctx: CheckContext, response: Response, case: Case) -> bool | None:
-    """A cursor changed by the client answers 400 with a code the operation documents for 400."""
-    found = _first_page_with_more(case, response, "tamper")
+    """Where the description says cursors are sealed, a cursor changed by the client answers 400 (with a code the
+    description allows for 400, where it states them)."""
+    known = contract(case)
+    found = _first_page_with_more(case, response, "tamper") if known and known.get("sealed") else None
     if found is None:
         return True
     known, body = found
@@ -258,7 +294,10 @@ def filter_failure(context: Any, failure: Failure, case: Case, response: Respons
     """Schemathesis hook: keep every failure but a rejection of schema-valid data that the contract explains, so
     the API is not blamed for rules its description states in words: a 400 for a cursor it did not issue for
     this very list (a cursor's validity is beyond any schema; the cursor checks above test cursors), or the
-    status of a fixture `reject` rule the request meets (`scopeId` without `scopeKind` …)."""
+    status of a fixture `reject` rule the request meets (`scopeId` without `scopeKind` …); nor a rejection or a
+    server error the run asked for with `Prefer: code=`."""
+    if isinstance(failure, (RejectedPositiveData, ServerError)) and forced(response):
+        return False  # the run asked for this status with `Prefer: code=`: no fault of the server's
     known = contract(case)
     if known is None or not isinstance(failure, RejectedPositiveData):
         return True
@@ -270,3 +309,31 @@ def filter_failure(context: Any, failure: Failure, case: Case, response: Respons
             for name, value in (values or {}).items()}
     ctx = rule_context(sent, Caller(known["caller"]["id"], known["caller"]["tenant"], True, ""))
     return not any(rule["status"] == status and compile_condition(rule["when"])(ctx) for rule in known["rejects"])
+
+
+OURS = [check.__name__ for check in (request_id_header, error_code_documented, retry_after_seconds,
+                                     next_cursor_when_has_more, cursor_walk, tampered_cursor_rejected)]
+
+
+def _lists(known: dict[str, Any]) -> bool:
+    return known.get("page") is not None
+
+
+def _sealed(known: dict[str, Any]) -> bool:
+    return _lists(known) and bool(known.get("sealed"))
+
+
+# Checks that must apply at least once to an operation that answered with success, where its `x-contract` makes
+# them relevant (the run fails closed otherwise), with what they need, for the report.
+MUST_APPLY: dict[str, tuple[Callable[[dict[str, Any]], bool], str]] = {
+    "next_cursor_when_has_more": (_lists, "a success page with a boolean hasMore"),
+    "cursor_walk": (_lists, "a first page with a next one (more items than the smallest limit)"),
+    "tampered_cursor_rejected": (_sealed, "a first page with a next one (more items than the smallest limit)"),
+}
+
+
+def must_apply(known: dict[str, Any] | None, enabled: list[str]) -> list[str]:
+    """The checks among `enabled` that must apply to the operation `known` describes, once it answers 2xx."""
+    if known is None:
+        return []
+    return [name for name, (relevant, _) in MUST_APPLY.items() if name in enabled and relevant(known)]

@@ -6,10 +6,14 @@ engine and the pytest integration alike) without global state.
   operation's responses declare `X-Request-Id`), or null: nothing to check.
 - `envelope`: where the error code and the request id stand in an error body (the fixtures' error template, with
   `{{code}}` and `{{requestId}}`), or null: look for `code` / `requestId` in the body's top two levels.
-- `codes`: by status, the error codes the operation documents (the code in each example of that response).
+- `codes`: by status, the error codes the description allows (an `enum`/`const` in the response's schema; see
+  `stated.py`); a status whose schema states none is absent.
 - `page`: the field names of a list page and its `limit`/`cursor` parameters (the fixture's `page`, with the
   engine's defaults), or null when the operation takes no cursor.
-- `order`: the fixture's documented order of a list (`by`, `desc`, `type`), empty when it declares none.
+- `sealed`: whether the description says the cursor is sealed (`x-sealed` on the cursor parameter).
+- `order`: the list's documented order (`x-order` of the operation: `by`, `desc`, `type`), empty when the
+  description states none. The fixtures' `order` is the mock's, which may add a tie-break: not read here.
+- `retryAfter`: by status, the declared `Retry-After` header (`required`, `form`).
 - `rejects`: the fixture's `reject` rules (`when`, `status`): request rules beyond the schema.
 - `caller`: the run's caller (`id`, `tenant`), for rules that read it."""
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ..core.query import page_names
 from ..core.request_validation import ValidRequest
 from ..core.rules import Context
 from ..core.spec import Operation, SpecIndex
+from . import stated
 
 KEY = "x-contract"
 DEFAULT_REQUEST_ID_HEADER = "X-Request-Id"
@@ -54,8 +59,10 @@ def find(body: Any, name: str, envelope: dict[str, list[Any]] | None) -> Any:
     return None
 
 
-def annotate(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> None:
-    """Write `x-contract` into every operation of `raw` (the description as read) that stands inline in it."""
+def annotate(docs: DocumentSet, spec: SpecIndex, fixtures: FixtureSet, caller: Caller) -> None:
+    """Write `x-contract` into every operation of the description as read (`docs.root.data`) that stands inline
+    in it."""
+    raw = docs.root.data
     settings = fixtures.settings
     template = (settings.get("errors") or {}).get("template")
     envelope = {name: path for name, path in placeholders(template) if name in ("code", "requestId")} \
@@ -72,9 +79,11 @@ def annotate(raw: dict[str, Any], spec: SpecIndex, fixtures: FixtureSet, caller:
         node[KEY] = {
             "requestIdHeader": _request_id_header(settings, op),
             "envelope": envelope,
-            "codes": _codes(op, envelope),
+            "codes": stated.error_codes(op, spec.docs, envelope.get("code") if envelope else None),
             "page": page if takes_cursor else None,
-            "order": listing.get("order") or [],
+            "sealed": takes_cursor and stated.sealed(_parameter(docs, op.path, node, "query", page["cursor"])),
+            "order": stated.order(node),
+            "retryAfter": stated.retry_after(op),
             "rejects": [{"when": r["when"], "status": r["status"]} for r in config.get("reject") or []],
             "caller": {"id": caller.id, "tenant": caller.tenant},
         }
@@ -88,15 +97,14 @@ def _request_id_header(settings: dict[str, Any], op: Operation) -> str | None:
     return DEFAULT_REQUEST_ID_HEADER if declared else None
 
 
-def _codes(op: Operation, envelope: dict[str, list[Any]] | None) -> dict[str, list[str]]:
-    codes: dict[str, list[str]] = {}
-    for status, response in op.responses.items():
-        if not status.isdigit() or int(status) < 400:
-            continue
-        found = [find(example, "code", envelope) for media in response.content.values()
-                 for example in media.examples.values()]
-        codes[status] = list(dict.fromkeys(c for c in found if isinstance(c, str)))
-    return codes
+def _parameter(docs: DocumentSet, path: str, node: dict[str, Any], location: str, name: str) -> Any:
+    """The operation's parameter as written (its own, else the path's), `$ref` followed within the file."""
+    item = (docs.root.data.get("paths") or {}).get(path) or {}
+    for entry in [*(node.get("parameters") or []), *(item.get("parameters") or [])]:
+        resolved = resolve_local(docs, entry)
+        if isinstance(resolved, dict) and resolved.get("in") == location and resolved.get("name") == name:
+            return resolved
+    return None
 
 
 def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:

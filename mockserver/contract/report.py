@@ -1,25 +1,29 @@
-"""A run as people read it (per operation, every check with its passes and failures, then each failure with what
-was expected, what came back and a curl that repeats it) and as CI systems read it (JUnit XML: one test case per
-operation and check)."""
+"""A run as people read it (why it failed first; then per operation, every check with its passes, failures and
+the answers it did not apply to; then each failure with what was expected, what came back and a curl that repeats
+it) and as CI systems read it (JUnit XML: one test case per operation and check, and one per gap)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .runner import Finding, OperationResult, RunResult
+from .checks import MUST_APPLY
+from .results import Finding, Gap, OperationResult, RunResult
 
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
 
 
 def text(result: RunResult) -> str:
     lines = [f"mockserver contract against {result.target} · seed {result.seed} · "
-             f"up to {result.max_examples} examples per operation"]
+             f"up to {result.max_examples} examples per operation", *_why(result)]
+    if result.excused:
+        lines += ["allowed untested (--allow-untested):", *(f"  {_gap(gap)}" for gap in result.excused)]
     if result.examples:
         lines.append("ids from the fixtures: " + ", ".join(f"{op} ({n})" for op, n in result.examples.items()))
     lines += result.notes
     for op in _operations(result):
-        statuses = ", ".join(f"{status}×{count}" for status, count in sorted(op.statuses.items()))
-        lines += ["", f"{op.label}  {op.operation_id}  · {sum(op.statuses.values())} requests: {statuses}"]
+        probes = f" · {sum(op.probes.values())} probes with other methods: {_seen(op.probes)}" if op.probes else ""
+        lines += ["", f"{op.label}  {op.operation_id}  · {sum(op.statuses.values())} answers: {_seen(op.statuses)}"
+                      f"{probes}", f"  {_responses(op)}"]
         for check in result.checks:
             mark, detail = _verdict(op, check)
             lines.append(f"  {mark:<4} {check:<30} {detail}")
@@ -35,10 +39,65 @@ def text(result: RunResult) -> str:
             first, *rest = [line for line in error.splitlines() if line.strip()] or [""]
             lines += [f"  - {first}", *(f"    {line}" for line in rest)]
     verdict = "PASSED" if result.passed else "FAILED"
+    observed, declared = result.responses
+    lines += ["", f"declared responses: {observed} of {declared} observed ({result.response_percent:.0f} %)"
+                  + (f", --min-responses {result.min_responses:g} %" if result.min_responses is not None else "")]
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
-                  f"{len(findings)} failure(s), {len(result.errors)} error(s) in {result.elapsed:.1f} s · "
-                  f"repeat with --seed {result.seed}"]
+                  f"{len(findings)} failure(s), {len(result.errors)} error(s), {len(result.gaps)} untested in "
+                  f"{result.elapsed:.1f} s · repeat with --seed {result.seed}"]
     return "\n".join(lines)
+
+
+def _why(result: RunResult) -> list[str]:
+    """Why the run failed, before anything else: what it could not check, then how many failures and errors."""
+    if result.passed:
+        return []
+    lines = ["FAILED:"]
+    by_kind: dict[str, list[Gap]] = {}
+    for gap in result.gaps:
+        by_kind.setdefault(gap.kind, []).append(gap)
+    if "credentials" in by_kind:
+        lines += ["  - the credentials never authenticated: every call that carried them was refused (check --token / "
+                  "--basic: expired, revoked, or another deployment's?)",
+                  *(f"      {gap.operation} ({gap.detail})" for gap in by_kind["credentials"])]
+    if "success" in by_kind:
+        lines += ["  - never answered with success, so none of their success answers was checked (call them with values "
+                  "that exist there, or --allow-untested OP to skip one knowingly)",
+                  *(f"      {gap.operation} ({gap.detail})" for gap in by_kind["success"])]
+    for gap in by_kind.get("check", []):
+        lines.append(f"  - {_gap(gap)}")
+    if result.too_few_responses:
+        observed, declared = result.responses
+        lines.append(f"  - only {observed} of {declared} declared responses observed ({result.response_percent:.1f} %), "
+                     f"below --min-responses {result.min_responses:g}; not seen: " + ", ".join(
+                         f"{op.label} {key}" for op in _operations(result)
+                         for key, count in op.observed().items() if not count))
+    findings, errors = len(_findings(result)), len(result.errors)
+    if findings:
+        lines.append(f"  - {findings} check failure(s), listed below")
+    if errors:
+        lines.append(f"  - {errors} error(s): the run could not test everything, listed below")
+    return lines
+
+
+def _gap(gap: Gap) -> str:
+    if gap.kind == "credentials":
+        return f"{gap.operation}: the credentials were refused ({gap.detail})"
+    if gap.kind == "success":
+        return f"{gap.operation}: never answered with success ({gap.detail})"
+    return (f"{gap.detail} never applied to {gap.operation}, which answered with success: it needs "
+            f"{MUST_APPLY[gap.detail][1]}")
+
+
+def _responses(op: OperationResult) -> str:
+    seen = op.observed()
+    missing = [key for key, count in seen.items() if not count]
+    return (f"responses: {len(seen) - len(missing)} of {len(seen)} declared observed"
+            + (f" · not seen: {', '.join(missing)}" if missing else ""))
+
+
+def _seen(statuses: dict[int, int]) -> str:
+    return ", ".join(f"{status}×{count}" for status, count in sorted(statuses.items()))
 
 
 def _operations(result: RunResult) -> list[OperationResult]:
@@ -50,10 +109,12 @@ def _findings(result: RunResult) -> list[Finding]:
 
 
 def _verdict(op: OperationResult, check: str) -> tuple[str, str]:
-    passed, failed = op.passed[check], op.failed[check]
+    passed, failed, skipped = op.passed[check], op.failed[check], op.skipped(check)
+    counts = ", ".join(f"{count} {what}" for count, what in ((failed, "failed"), (passed, "passed"),
+                                                              (skipped, "did not apply")) if count)
     if failed:
-        return "FAIL", f"{failed} failed, {passed} passed"
-    return ("ok", f"{passed} passed") if passed else ("-", "did not apply")
+        return "FAIL", counts
+    return ("ok", counts) if passed else ("-", f"did not apply ({op.checked} answers checked)")
 
 
 def _field(name: str, value: str) -> list[str]:
@@ -65,7 +126,8 @@ def _field(name: str, value: str) -> list[str]:
 
 
 def junit(result: RunResult, path: Path) -> None:
-    """JUnit XML: a test case per operation and check (failed, passed, or skipped when it did not apply)."""
+    """JUnit XML: a test case per operation and check (failed, passed, or skipped when it did not apply), with its
+    counts as properties; a failed test case per gap, a skipped one per excused gap."""
     suite = ET.Element("testsuite", name="mockserver contract", time=f"{result.elapsed:.3f}")
     ET.SubElement(ET.SubElement(suite, "properties"), "property", name="seed", value=str(result.seed))
     counts = {"tests": 0, "failures": 0, "errors": len(result.errors), "skipped": 0}
@@ -73,6 +135,10 @@ def junit(result: RunResult, path: Path) -> None:
         for check in result.checks:
             counts["tests"] += 1
             case = ET.SubElement(suite, "testcase", classname=op.label, name=check)
+            properties = ET.SubElement(case, "properties")
+            for name, count in (("passed", op.passed[check]), ("failed", op.failed[check]),
+                                ("did not apply", op.skipped(check))):
+                ET.SubElement(properties, "property", name=name, value=str(count))
             failed = [f for f in op.findings.values() if f.check == check]
             for finding in failed:
                 failure = ET.SubElement(case, "failure", message=finding.title, type=check)
@@ -81,6 +147,23 @@ def junit(result: RunResult, path: Path) -> None:
             if not failed and not op.passed[check]:
                 ET.SubElement(case, "skipped", message="did not apply")
                 counts["skipped"] += 1
+    for op in _operations(result):
+        counts["tests"] += 1
+        case = ET.SubElement(suite, "testcase", classname=op.label, name="declared responses")
+        properties = ET.SubElement(case, "properties")
+        for key, count in op.observed().items():
+            ET.SubElement(properties, "property", name=f"observed {key}", value=str(count))
+        if result.too_few_responses and not all(op.observed().values()):
+            counts["failures"] += 1
+            ET.SubElement(case, "failure", message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, "
+                                                   f"below --min-responses {result.min_responses:g})")
+    for gaps, failing in ((result.gaps, True), (result.excused, False)):
+        for gap in gaps:
+            counts["tests"] += 1
+            counts["failures" if failing else "skipped"] += 1
+            case = ET.SubElement(suite, "testcase", classname=gap.operation, name=f"tested: {gap.kind}")
+            ET.SubElement(case, "failure" if failing else "skipped",
+                          message=_gap(gap) if failing else f"allowed untested: {_gap(gap)}")
     for error in result.errors:
         counts["tests"] += 1
         ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="run"), "error",

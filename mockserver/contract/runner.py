@@ -1,9 +1,8 @@
 """Running the contract: Schemathesis' engine (every phase, every check, ours included) against a URL or the mock
-served in-process, its events folded into what a person acts on: per operation, the statuses seen and each
-check's passes and failures; per failure, what was expected, what came back and a curl that repeats it."""
+served in-process, its events folded into a `RunResult` (see `results.py`) and judged by the gate (`gate.py`), so
+a run that could not check what it had to fails."""
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections import Counter
@@ -14,22 +13,25 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from schemathesis import Case
-from schemathesis.engine import Status, events, from_schema
-from schemathesis.engine.recorder import CheckNode, ScenarioRecorder
+from schemathesis.core.result import Ok
+from schemathesis.engine import from_schema
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..core.pipeline import Pipeline
 from ..testing import MockServer
+from .checks import OURS, must_apply
 from .examples import usable_token
-from .schema import load_contract
+from .force import force, probe
+from .gate import judge
+from .knowledge import KEY
+from .results import OperationResult, RunResult, fold
+from .schema import Contract, load_contract
 
 DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 20 s in-process on 2 cores, well inside the 2-minute budget
-MOCK_ORIGIN = "http://127.0.0.1:4010"  # where `mockserver serve` listens: curl commands of an in-process run go there
 PHASES = ["examples", "coverage", "fuzzing", "stateful"]
 ALL_CHECKS = ["all"]
-_GOT_BYTES = 300
 
 
 @dataclass
@@ -53,60 +55,9 @@ class Options:
     security_parameters: bool = True
     request_timeout: float | None = None  # seconds; None: Schemathesis' default
     filter_failure: Callable[..., bool] | None = None  # another Schemathesis `filter_failure` hook
-
-
-@dataclass
-class Finding:
-    operation: str
-    check: str
-    title: str
-    expected: str
-    got: str
-    curl: str
-    count: int = 1
-
-
-@dataclass
-class OperationResult:
-    label: str  # "GET /v1/test-sets"
-    operation_id: str
-    statuses: Counter[int] = field(default_factory=Counter)
-    passed: Counter[str] = field(default_factory=Counter)
-    failed: Counter[str] = field(default_factory=Counter)
-    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # by (check, title)
-
-
-@dataclass
-class RunResult:
-    target: str
-    seed: int
-    max_examples: int
-    examples: dict[str, int]  # operationId -> request value combinations from the fixtures
-    operations: dict[str, OperationResult] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    checks: list[str] = field(default_factory=list)  # every check the run had, in the order they first ran
-    elapsed: float = 0.0
-    declared: int = 0  # operations in the description, before --operation and skip chose among them
-    filtered: int = 0  # failures a filter_failure hook set aside (explained by the contract, or by the caller's)
-    notes: list[str] = field(default_factory=list)  # what the run left out, and why
-
-    @property
-    def passed(self) -> bool:
-        return not self.errors and not any(op.findings for op in self.operations.values())
-
-    @property
-    def requests(self) -> int:
-        return sum(sum(op.statuses.values()) for op in self.operations.values())
-
-    def findings(self) -> list[Finding]:
-        return [finding for op in self.operations.values() for finding in op.findings.values()]
-
-    def failures(self) -> Counter[str]:
-        """Failed checks, by name, over every operation."""
-        total: Counter[str] = Counter()
-        for op in self.operations.values():
-            total.update(op.failed)
-        return total
+    allow_untested: list[str] = field(default_factory=list)  # operations (operationId or label) excused by the gate
+    min_responses: float | None = None  # percent of the declared responses the run must observe
+    force: bool = True  # ask a target that honours `Prefer: code=` for every declared response (see force.py)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -127,6 +78,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
                              headers=options.headers, operations=options.operations,
                              default_token=options.url is None, pipeline=pipeline,
                              security_parameters=options.security_parameters)
+    allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:
         schema = schema.exclude(name_regex=regex)
@@ -135,12 +87,50 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
-                           notes=notes)
+                           notes=notes, min_responses=options.min_responses)
+        enabled = _enabled(checks)
+        result.operations = _expected(schema, contract, enabled)
         in_process = f"http://{urlsplit(base_url).netloc}" if server else None
         for event in from_schema(schema).execute():
             fold(result, event, in_process)
+        if options.force:
+            result.notes.append(_force(schema, result, options, in_process))
+    result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
+    result.gaps, result.excused = judge(result.operations.values(), set(allowed))
     result.elapsed = time.monotonic() - started
     return result
+
+
+def _force(schema: OpenApiSchema, result: RunResult, options: Options, in_process: str | None) -> str:
+    """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
+    honoured_on = probe(result, options.request_timeout)
+    if honoured_on is None:
+        return ("responses not forced: the target does not honour `Prefer: code=` (or answered no request it "
+                "could be tried on); declared responses it was not provoked into stay unobserved")
+    statuses = force(schema, result, options.headers, in_process)
+    return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
+
+
+def _enabled(checks: dict[str, list[str]]) -> list[str]:
+    """Our checks the run has, so the report names those that never applied too."""
+    included = set(checks["included"])
+    return [name for name in OURS if ("all" in included or name in included) and name not in checks["excluded"]]
+
+
+def _expected(schema: OpenApiSchema, contract: Contract, enabled: list[str]) -> dict[str, OperationResult]:
+    """An empty result for every operation the run calls, with what the gate must see of it: whether it
+    declares a success, the credentials it sends and the checks that must apply to it. An operation that never
+    gets a single call is then still judged."""
+    found: dict[str, OperationResult] = {}
+    for loaded in schema.get_all_operations():
+        if not isinstance(loaded, Ok):
+            continue  # Schemathesis reports it as an error of the run
+        op = loaded.ok()
+        raw = op.definition.raw
+        found[op.label] = OperationResult(
+            op.label, str(raw.get("operationId", "")), declared=[str(key) for key in raw.get("responses") or {}],
+            must_apply=must_apply(raw.get(KEY), enabled), sent=contract.credentials.get(op.label))
+    return found
 
 
 def _checks(wanted: list[str], pipeline: Pipeline | None) -> tuple[dict[str, list[str]], list[str]]:
@@ -198,74 +188,3 @@ def _serving(server: MockServer | None, options: Options, schema: OpenApiSchema)
         yield server.url + schema.declared_base_path().rstrip("/"), f"the mock, in-process{strict}"
     finally:
         server.stop()
-
-
-def fold(result: RunResult, event: events.EngineEvent, in_process: str | None = None) -> None:
-    """Add one of Schemathesis' engine events to `result`. `in_process`: the origin of an in-process mock, whose
-    curl commands are rewritten to `mockserver serve`'s."""
-    if isinstance(event, events.ScenarioFinished):
-        _fold_scenario(result, event.recorder, in_process)
-        result.filtered += sum(event.recorder.filtered_failures.values())
-    elif isinstance(event, (events.NonFatalError, events.FatalError)):
-        error = (f"{event.label}: {event.info.format()}" if isinstance(event, events.NonFatalError)
-                 else f"{type(event.exception).__name__}: {event.exception}")
-        if error not in result.errors:  # the same error in every phase is one error
-            result.errors.append(error)
-
-
-def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process: str | None) -> None:
-    def operation(case_id: str) -> OperationResult:
-        op = recorder.cases[case_id].value.operation
-        found = result.operations.get(op.label)
-        if found is None:
-            found = result.operations[op.label] = OperationResult(op.label, str(op.definition.raw.get("operationId", "")))
-        return found
-
-    for case_id, interaction in recorder.interactions.items():
-        if interaction.response is not None and case_id in recorder.cases:
-            operation(case_id).statuses[interaction.response.status_code] += 1
-    for case_id, checks in recorder.checks.items():
-        if case_id not in recorder.cases:
-            continue
-        op = operation(case_id)
-        for check in checks:
-            if check.name not in result.checks:
-                result.checks.append(check.name)
-            if check.status == Status.SUCCESS:
-                op.passed[check.name] += 1
-            elif check.status == Status.FAILURE:
-                op.failed[check.name] += 1
-                finding = _finding(recorder, case_id, check, in_process)
-                key = (check.name, finding.title)
-                if key in op.findings:
-                    op.findings[key].count += 1
-                else:
-                    op.findings[key] = finding
-
-
-def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_process: str | None) -> Finding:
-    """`in_process`: the origin of the in-process mock, which is gone after the run; its curl commands go to
-    `mockserver serve` instead."""
-    info = check.failure_info
-    assert info is not None, "a failed check carries its failure"
-    failure = info.failure
-    response = recorder.find_response(case_id=failure.case_id or case_id)
-    expected = getattr(failure, "expected", None) or failure.message.strip() or failure.title
-    got = getattr(failure, "got", None) or _summary(response)
-    curl = getattr(failure, "curl", None) or info.code_sample
-    if in_process:
-        curl = curl.replace(in_process, MOCK_ORIGIN)
-    return Finding(failure.operation or "", check.name, failure.title, expected, got, curl)
-
-
-def _summary(response: object) -> str:
-    """Status and the start of the body, on one line."""
-    status = getattr(response, "status_code", None)
-    if status is None:
-        return "no response"
-    content: bytes = getattr(response, "content", b"") or b""
-    try:
-        body = json.dumps(json.loads(content), ensure_ascii=False)
-    except ValueError:
-        body = content.decode("utf-8", "replace")
-    return f"{status} {body[:_GOT_BYTES]}{'…' if len(body) > _GOT_BYTES else ''}".strip()

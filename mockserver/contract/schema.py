@@ -28,8 +28,18 @@ class UnknownOperation(ValueError):
 class Contract:
     schema: OpenApiSchema
     examples: dict[str, int]  # operationId -> request value combinations taken from the fixtures
-    operations: list[str] = field(default_factory=list)  # every operation's label (`GET /path`), before selection
+    labels: dict[str, str] = field(default_factory=dict)  # every operation's label (`GET /path`) by operationId
     credentials: dict[str, Sent] = field(default_factory=dict)  # what each operation sends, by label
+    source: Path | None = None  # the description, for messages
+
+    @property
+    def operations(self) -> list[str]:
+        """Every operation's label, before selection."""
+        return list(self.labels.values())
+
+    def labels_of(self, names: list[str]) -> list[str]:
+        """The labels of the operations `names` gives by operationId or label; UnknownOperation for any other."""
+        return select(self.labels, names, self.source)
 
 
 def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None,
@@ -56,7 +66,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     chosen = select(labels, operations or [], spec)
     examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items()
                 if not operations or op in operations or labels.get(op) in chosen}
-    annotate(raw, pipeline.spec, pipeline.fixtures, caller)
+    annotate(docs, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
     sent = per_operation(raw, docs, pipeline.spec.security_schemes, Credentials(token, basic))
@@ -64,7 +74,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     if operations:
         schema = schema.include(name=chosen)
     schema.hook(filter_failure)
-    return Contract(schema, examples, list(labels.values()), sent)
+    return Contract(schema, examples, labels, sent, spec)
 
 
 def _labels(raw: dict[str, Any], docs: DocumentSet) -> list[tuple[str, str]]:
@@ -73,7 +83,7 @@ def _labels(raw: dict[str, Any], docs: DocumentSet) -> list[tuple[str, str]]:
     return [(str(node.get("operationId") or label), label) for label, node in operations(raw, docs)]
 
 
-def select(labels: dict[str, str], wanted: list[str], spec: Path) -> list[str]:
+def select(labels: dict[str, str], wanted: list[str], spec: Path | None) -> list[str]:
     """The labels of the operations `wanted` names by operationId or label; UnknownOperation for any other."""
     known = set(labels.values())
     unknown = [name for name in wanted if name not in labels and name not in known]

@@ -14,7 +14,7 @@ from conftest import serving
 
 @pytest.fixture()
 def server():
-    with serving("--workers", "2", "--threads", "4", "--log-level", "warning") as started:
+    with serving("--workers", "2", "--threads", "4", "--state", "memory", "--log-level", "warning") as started:
         yield started
 
 

@@ -132,6 +132,7 @@ class RedisStore(Store):
             raise StateError(f"--state {self._shown}: {exc or type(exc).__name__}") from None
         self._available, self._reason = True, ""
         self._pid = 0  # the process whose threads run: threads do not survive a fork, so each worker starts its own
+        self._starting = threading.Lock()
         self._closed = False
 
     def _k(self, name: str) -> str:
@@ -148,18 +149,21 @@ class RedisStore(Store):
     def _ensure_threads(self) -> None:
         if self._pid == os.getpid():
             return
-        self._pid = os.getpid()
-        self._cond = threading.Condition()
-        self._queue: list[tuple[Entry, Call, str | None]] = []
-        self._in_flight = 0
-        self._dropped = 0
-        self._ready = threading.Event()
-        self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
-        self._listener.start()
-        threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
-        atexit.register(self._flush_local, 5.0)
-        # the first request of a new worker waits until it listens: from then on it misses no change
-        self._ready.wait(ACK_WAIT_S)
+        with self._starting:  # the first requests of a new worker arrive together: one starts, all wait for it
+            if self._pid == os.getpid():
+                return
+            self._cond = threading.Condition()
+            self._queue: list[tuple[Entry, Call, str | None]] = []
+            self._in_flight = 0
+            self._dropped = 0
+            self._ready = threading.Event()
+            self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
+            self._listener.start()
+            threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
+            atexit.register(self._flush_local, 5.0)
+            # the first request of a new worker waits until it listens: from then on it misses no change
+            self._ready.wait(ACK_WAIT_S)
+            self._pid = os.getpid()  # last: a thread that sees it finds everything above in place
 
     def _listen(self) -> None:
         """Take every change another process announces; on a (re)connection, read the whole book again."""

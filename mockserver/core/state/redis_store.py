@@ -41,6 +41,7 @@ ACK_WAIT_S = 2.0  # how long a change waits for every process to take it (a proc
 QUEUE_LIMIT = 50_000  # entries kept while Redis is away; past it the oldest are dropped, and counted
 BATCH = 500  # entries written in one script call
 SWEEP_EVERY_S = 30.0
+RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second
 
 # the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
 _HIT = """
@@ -193,7 +194,7 @@ class RedisStore(Store):
                     log.error("the shared state at %s is unavailable: %s", self._shown, exc)
                 self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
                 time.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                backoff = min(backoff * 2, RECONNECT_MAX_S)
             finally:
                 try:
                     pubsub.close()

@@ -1,4 +1,31 @@
-"""mockserver: a mock and contract-testing server for HTTP APIs described in OpenAPI."""
-from .web.app import create_app
+"""mockserver: a mock and contract-testing server for HTTP APIs described in OpenAPI.
 
-__all__ = ["create_app"]
+The public API, loaded on first use (so `import mockserver.core` never loads Flask):
+`create_app`, `pipeline_of`, `MockServer`, `MockClient`, `Options`, `MockError`, `LoadError`, `StateError`."""
+from __future__ import annotations
+
+from importlib import import_module, metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .core.errors import LoadError, MockError
+    from .core.pipeline import Options
+    from .core.state import StateError
+    from .testing import MockClient, MockServer
+    from .web.app import create_app, pipeline_of
+
+try:
+    __version__ = metadata.version("mockserver")
+except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+    __version__ = "0+unknown"
+
+_WHERE = {"create_app": ".web.app", "pipeline_of": ".web.app", "MockServer": ".testing", "MockClient": ".testing",
+          "Options": ".core.pipeline", "MockError": ".core.errors", "LoadError": ".core.errors",
+          "StateError": ".core.state"}
+__all__ = ["__version__", *_WHERE]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name], __name__), name)
+    raise AttributeError(f"module 'mockserver' has no attribute {name!r}")

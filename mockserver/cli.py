@@ -151,7 +151,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Serve until stopped (exit 0); 2 when the description, the fixtures or the options are unusable."""
     from .web.recording import Recorder
-    from .web.app import create_app
+    from .web.app import create_app, pipeline_of
     from .web.proxy import Proxy
     from .web.serving import configure_logging
 
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
         return 0
-    from .web.app import create_app
+    from .web.app import create_app, pipeline_of
     from .web.serving import configure_logging
 
     if args.workers > 1 and args.state is None:
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     except StateError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    pipeline = app.extensions["mockserver"].pipeline
+    pipeline = pipeline_of(app)
     _warn(pipeline.warnings)
     if args.workers > 1 and not pipeline.store.shared:
         print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own "

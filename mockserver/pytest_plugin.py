@@ -12,11 +12,12 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from .testing import MockClient, MockServer
+if TYPE_CHECKING:
+    from .testing import MockClient
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,6 +41,8 @@ def session_name(nodeid: str) -> str:
 
 @pytest.fixture
 def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
+    from .testing import MockClient, MockServer  # here: a pytest run that never asks for the mock loads no Flask
+
     shared = os.environ.get("MOCKSERVER_URL") or request.config.getini("mockserver_url")
     if shared:
         token = os.environ.get("MOCKSERVER_CONTROL_TOKEN") or request.config.getini("mockserver_control_token")

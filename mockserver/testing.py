@@ -18,7 +18,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from .core.pipeline import Pipeline
 from .core.state import SESSION_HEADER
-from .web.app import MOCK_KEY, create_app
+from .web.app import MOCK_KEY, create_app, pipeline_of
 
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request
 _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
@@ -100,7 +100,7 @@ class MockServer(MockClient):
 
     def start(self) -> "MockServer":
         self._server = make_server(self._host, self._port, self.app, threaded=True,
-                                   request_handler=_handler(self.app.extensions["mockserver"]))
+                                   request_handler=_handler(self.app.extensions[MOCK_KEY]))
         self._thread = threading.Thread(target=self._server.serve_forever, name="mockserver", daemon=True)
         self._thread.start()
         return self
@@ -120,7 +120,7 @@ class MockServer(MockClient):
     @property
     def pipeline(self) -> Pipeline:
         """The state the mock serves now (a reload swaps it whole)."""
-        return self.app.extensions[MOCK_KEY].pipeline  # type: ignore[no-any-return]
+        return pipeline_of(self.app)
 
     @property
     def url(self) -> str:

@@ -3,7 +3,7 @@ query (`/responses?beta=true`) are told apart by it; a bug never shows a traceba
 from werkzeug.datastructures import MultiDict
 
 from conftest import body
-from mockserver import create_app
+from mockserver import create_app, pipeline_of
 
 SPEC = """\
 openapi: 3.0.3
@@ -103,7 +103,7 @@ def test_a_query_in_a_path_key_chooses_the_operation(write):
 
 def test_a_bug_is_a_500_in_the_envelope_without_traceback(write, monkeypatch):
     app = create_app(write("spec.yaml", SPEC))
-    pipeline = app.extensions["mockserver"].pipeline
+    pipeline = pipeline_of(app)
     monkeypatch.setattr(pipeline.answers, "generated", lambda *a: 1 / 0)
     response = app.test_client().get("/things")
     assert response.status_code == 500 and body(response)["code"] == "mock-internal-error"

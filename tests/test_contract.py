@@ -23,7 +23,7 @@ from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.examples import caller_for, derive
 from mockserver.testing import MockServer
-from mockserver.web.app import MOCK_KEY
+from mockserver.web.app import pipeline_of
 from stand_ins import Served, ids_elsewhere
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -221,7 +221,7 @@ def test_the_kindgi_mock_keeps_the_contract_and_fixture_ids_reach_200s(capsys: p
 
 @pytest.mark.parametrize("token", ["demo-token", "other-tenant-token"])
 def test_every_id_combination_from_the_fixtures_exists_for_its_caller(kindgi_app, token: str):
-    pipeline = kindgi_app.extensions[MOCK_KEY].pipeline  # the app's own, not loaded again
+    pipeline = pipeline_of(kindgi_app)  # the app's own, not loaded again
     client = kindgi_app.test_client()
     for op in pipeline.spec.operations.values():
         for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.auth, token)):

@@ -3,7 +3,7 @@ import json
 import logging
 
 from conftest import body
-from mockserver import create_app
+from mockserver import create_app, pipeline_of
 
 SPEC = """\
 openapi: 3.1.0
@@ -27,7 +27,7 @@ paths:
 
 def test_a_broken_example_is_not_served_unless_asked_for(write):
     app = create_app(write("spec.yaml", SPEC))
-    warnings = app.extensions["mockserver"].pipeline.warnings
+    warnings = pipeline_of(app).warnings
     assert any("the example 'example' of getThing breaks its schema at /id" in str(w) for w in warnings)
     response = app.test_client().get("/thing")
     assert response.status_code == 200 and isinstance(json.loads(response.data)["id"], int)  # generated instead

@@ -143,16 +143,27 @@ def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
     _shut_socket(environ)
 
 
+_DEFAULTS = Options()
+
+
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
                control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
-               **options: object) -> Flask:
+               seed: int = _DEFAULTS.seed, strict_auth: bool = _DEFAULTS.strict_auth,
+               validate_responses: bool = _DEFAULTS.validate_responses,
+               cursor_secret: str | None = _DEFAULTS.cursor_secret, journal_size: int = _DEFAULTS.journal_size,
+               max_body: int = _DEFAULTS.max_body, max_url: int = _DEFAULTS.max_url,
+               max_header: int = _DEFAULTS.max_header, state: str | None = _DEFAULTS.state,
+               session_ttl: float = _DEFAULTS.session_ttl) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
-    deployment instead of answering them (the pipeline still checks them, and answers on fallback)."""
+    deployment instead of answering them (the pipeline still checks them, and answers on fallback). The other
+    keywords are `Options`' fields."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
-    settings = Options(**options)  # type: ignore[arg-type]
+    settings = Options(seed=seed, strict_auth=strict_auth, validate_responses=validate_responses,
+                       cursor_secret=cursor_secret, journal_size=journal_size, max_body=max_body, max_url=max_url,
+                       max_header=max_header, state=state, session_ttl=session_ttl)
     # one store for the app's life: a reload builds a new pipeline on the same state (StateError if unusable)
     store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl)
 
@@ -186,6 +197,11 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
     wsgi.flask_wsgi = app.wsgi_app if control else None
     app.wsgi_app = wsgi  # type: ignore[method-assign]
     return app
+
+
+def pipeline_of(app: Flask) -> Pipeline:
+    """The state an app made by `create_app` serves now (a reload swaps it whole)."""
+    return app.extensions[MOCK_KEY].pipeline  # type: ignore[no-any-return]
 
 
 def _envelope(pipeline: Pipeline, error: MockError) -> Response:

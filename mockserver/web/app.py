@@ -82,16 +82,16 @@ class MockWSGI:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         self._ensure_reloader()
-        path = environ.get("PATH_INFO", "")
-        if self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/")):
-            return self.flask_wsgi(environ, start_response)
         started = time.perf_counter()
         headers = request_headers(environ)
         method = environ.get("REQUEST_METHOD", "GET")
-        if is_preflight(method, headers):
+        if is_preflight(method, headers):  # the API's paths and the control API's alike
             start_response("204 No Content", list(preflight_headers(headers).items()))
             _log(environ, 204, started, "cors", None)
             return []
+        path = environ.get("PATH_INFO", "")
+        if self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/")):
+            return self.flask_wsgi(environ, _with_cors(start_response, headers))
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -126,6 +126,19 @@ class MockWSGI:
         if result.disconnect == "truncate":
             return _half(result.body, environ)
         return [result.body]
+
+
+def _with_cors(start_response: StartResponse, headers: dict[str, str]) -> StartResponse:
+    """The control API's answers carry CORS headers too, so a page on another origin can set scenarios."""
+    extra = cors_headers(headers)
+    if not extra:
+        return start_response
+
+    def start(status: str, response_headers: list[tuple[str, str]], *args: Any) -> Any:
+        kept = [(k, v) for k, v in response_headers if k.lower() not in {e.lower() for e in extra}]
+        return start_response(status, kept + list(extra.items()), *args)
+
+    return start
 
 
 def _shut_socket(environ: dict[str, Any]) -> None:
@@ -171,6 +184,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         return Pipeline.load(spec_path, fixtures_path, settings, store)
 
     app = Flask("mockserver")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
     wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None,
                     reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
     app.extensions[MOCK_KEY] = wsgi

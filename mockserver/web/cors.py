@@ -1,9 +1,10 @@
-"""CORS for browser clients: a frontend dev server on another port can call the mock, credentials included."""
+"""CORS for browser clients: a frontend dev server on another port can call the mock and its control API (a
+Storybook or component test sets its own error cases), credentials included."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow"
+EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow, WWW-Authenticate"
 
 
 def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> dict[str, str]:
@@ -24,5 +25,6 @@ def preflight_headers(request_headers: Mapping[str, str]) -> dict[str, str]:
     asked = request_headers.get("access-control-request-headers", "")
     return {**cors_headers(request_headers),
             "Access-Control-Allow-Methods": "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS",
-            "Access-Control-Allow-Headers": asked or "Authorization, Content-Type, Prefer, X-Request-Id",
+            "Access-Control-Allow-Headers": asked or "Authorization, Content-Type, Prefer, X-Request-Id, "
+                                                     "X-Mock-Session, X-Mock-Control-Token",
             "Access-Control-Max-Age": "600"}

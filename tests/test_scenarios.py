@@ -160,3 +160,33 @@ def test_a_bad_scenario_in_the_fixtures_stops_start_up(write, tmp_path):
         create_app(KINDGI_SPEC, tmp_path / "fx")
     [problem] = caught.value.problems
     assert problem.file.endswith("zz-bad.yaml") and problem.pointer == "/scenarios/0/status" and problem.line == 3
+
+
+@pytest.mark.parametrize("extra, media, start", [
+    ({}, "application/json", b'{"error":{"code":"bad-gateway"'),
+    ({"proxy": "html"}, "text/html", b"<html>\r\n<head><title>502 Bad Gateway</title>"),
+    ({"proxy": "empty"}, None, b""),
+    ({"body": {"message": "upstream timed out"}}, "application/json", b'{"message":"upstream timed out"}'),
+])
+def test_a_gateways_undeclared_status_when_asked(app, extra, media, start):
+    client = app.test_client()
+    refused = client.post("/__mock/scenarios", json={"operationId": "listTestSets", "status": 502})
+    assert refused.status_code == 400 and '"undeclared": true' in body(refused)["error"]["message"]
+    set_ = client.post("/__mock/scenarios", json={"operationId": "listTestSets", "status": 502, "undeclared": True,
+                                                  "times": 1, **extra})
+    assert set_.status_code == 201, set_.data
+    answer = client.get(TEST_SETS, headers=DEMO)
+    assert answer.status_code == 502 and answer.data.startswith(start) and answer.headers["X-Request-Id"]
+    assert answer.headers.get("Content-Type") == media
+    assert client.get("/__mock/requests?limit=1").json["requests"][0]["source"] == "scenario-undeclared"
+
+
+@pytest.mark.parametrize("spec, pointer", [
+    ({"status": 503, "undeclared": True}, "/undeclared"),  # declared already
+    ({"status": 502, "proxy": "html"}, ""),  # proxy without undeclared
+    ({"status": 502, "undeclared": True, "proxy": "html", "body": {}}, "/proxy"),
+])
+def test_undeclared_is_only_for_what_it_says(app, spec, pointer):
+    refused = app.test_client().post("/__mock/scenarios", json={"operationId": "listTestSets", **spec})
+    assert refused.status_code == 400
+    assert body(refused)["error"]["details"]["violations"][0]["pointer"] == pointer

@@ -258,29 +258,43 @@ class Pipeline:
                                            session)
             if effect is not None and effect.error is not None:
                 raise effect.error
-            answer = self._answer(op, Context(valid, caller), prefer, request, effect)
-            headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
-                       self.request_id_header: request_id}
-            if self.options.validate_responses:
-                check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
-                               answer.origin, body_checked=answer.prechecked,
-                               fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
-            if answer.source == "generated" and not answer.prechecked:
-                self.answers.remember(answer)
-            body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
-            response = MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id,
-                                    answer.payload)
+            if effect is not None and effect.undeclared:
+                response = self._gateway_answer(op, effect, request_id)
+            else:
+                response = self._respond(op, Context(valid, caller), prefer, request, effect, request_id)
         except MockError as error:
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)
             response = self.error_response(error, request_id, op)
             if effect is not None and effect.error is error:
-                response.source = "scenario"
+                response.source = "scenario-undeclared" if effect.undeclared else "scenario"
         if effect is not None:
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
         response.session = session
         return response
+
+    def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+                 effect: Effect | None, request_id: str) -> MockResponse:
+        """The answer of a request that passed every check, validated against the description."""
+        answer = self._answer(op, ctx, prefer, request, effect)
+        headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
+                   self.request_id_header: request_id}
+        if self.options.validate_responses:
+            check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
+                           answer.origin, body_checked=answer.prechecked,
+                           fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
+        if answer.source == "generated" and not answer.prechecked:
+            self.answers.remember(answer)
+        body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
+        return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
+
+    def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
+        """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
+        429): as the scenario says, never validated, marked as such in the journal."""
+        return MockResponse(effect.status or 500, serialize(effect.body, effect.media_type), effect.media_type,
+                            {**effect.headers, self.request_id_header: request_id}, "scenario-undeclared", op.id,
+                            effect.body)
 
     def resolve(self, request: MockRequest, *, limits: bool = True, collect: bool = False) -> Resolved:
         """The front half of the request path, shared by the mock and the proxy's drift check: route, then the

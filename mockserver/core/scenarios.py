@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from http import HTTPStatus
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
@@ -50,9 +51,12 @@ SCENARIO_SCHEMA: dict[str, Any] = {
         "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "seed": {"type": "integer"},
         "break": {"enum": ["close", "truncate"]},
+        "undeclared": {"type": "boolean"},
+        "proxy": {"enum": ["html", "empty"]},
     },
     "anyOf": [{"required": ["status"]}, {"required": ["latency"]}, {"required": ["break"]}],
-    "dependentRequired": {"method": ["path"], "path": ["method"], "body": ["status"], "seed": ["rate"]},
+    "dependentRequired": {"method": ["path"], "path": ["method"], "body": ["status"], "seed": ["rate"],
+                          "undeclared": ["status"], "proxy": ["undeclared"]},
     "not": {"required": ["times", "rate"]},
 }
 _VALIDATOR = Draft202012Validator(SCENARIO_SCHEMA)
@@ -80,6 +84,13 @@ class Effect:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     disconnect: str | None = None
+    undeclared: bool = False  # a status the description does not declare: answered as is, never validated
+    media_type: str | None = None  # of `body` for an undeclared status (a proxy's page)
+
+
+# what a gateway in front of a real deployment answers, as nginx words it
+_PROXY_PAGE = ("<html>\r\n<head><title>{status} {phrase}</title></head>\r\n<body>\r\n<center><h1>{status} {phrase}"
+               "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 
 
 @dataclass
@@ -161,15 +172,23 @@ class Scenarios:
         else:
             raise ScenarioError("a scenario names its operation: operationId, or method and path", "", "required")
         status = spec.get("status")
-        if status is not None and not op.declares(status):
+        undeclared = spec.get("undeclared", False)
+        if status is not None and not op.declares(status) and not undeclared:
             raise ScenarioError(f"{op.id} does not declare status {status}; it declares "
-                                + ", ".join(op.declared_statuses), "/status", "status")
+                                + ", ".join(op.declared_statuses) + " (a gateway's or rate limiter's answer the "
+                                "description does not declare: add \"undeclared\": true)", "/status", "status")
+        if undeclared and (status < 400 or op.declares(status)):
+            raise ScenarioError(f"`undeclared` is for an error status {op.id} does not declare; {status} "
+                                + ("is declared" if op.declares(status) else "is not an error"), "/undeclared",
+                                "undeclared")
+        if undeclared and "body" in spec and "proxy" in spec:
+            raise ScenarioError("give a `body` or a `proxy` page, not both", "/proxy", "proxy")
         if "latency" in spec and isinstance(spec["latency"], dict) and spec["latency"]["min"] > spec["latency"]["max"]:
             raise ScenarioError("latency.min is above latency.max", "/latency", "range")
         if status is not None and status < 400 and "body" not in spec and _has_content(op, status):
             raise ScenarioError(f"status {status} needs a `body` (errors take the API's envelope on their own)",
                                 "/status", "body")
-        if "body" in spec and self._check_body is not None:
+        if "body" in spec and self._check_body is not None and not undeclared:  # undeclared: no schema to check
             self._check_body(op, status, spec["body"])
         return Scenario(spec.get("id", ""), uid, dict(spec), op, origin, session)
 
@@ -305,9 +324,17 @@ class Scenarios:
         delay = latency if isinstance(latency, int) else latency["min"] + int(
             unit(spec.get("seed", 0), "latency", hit) * (latency["max"] - latency["min"] + 1))
         effect = Effect(scenario.id, delay, headers=dict(spec.get("responseHeaders", {})),
-                        disconnect=spec.get("break"))
+                        disconnect=spec.get("break"), undeclared=spec.get("undeclared", False))
         status = spec.get("status")
-        if status is not None and "body" in spec:
+        if effect.undeclared and "proxy" in spec:
+            page = _PROXY_PAGE.format(status=status, phrase=HTTPStatus(status).phrase) if (
+                spec["proxy"] == "html" and status in HTTPStatus._value2member_map_) else ""
+            effect.status, effect.body = status, page.encode()
+            effect.media_type = "text/html" if page else None
+        elif effect.undeclared and "body" in spec:
+            effect.status, effect.body = status, spec["body"]
+            effect.media_type = "application/json"
+        elif status is not None and "body" in spec:
             effect.status, effect.body = status, spec["body"]
         elif status is not None and status >= 400:
             effect.error = MockError(status, spec.get("message") or declared_message(scenario.operation, status),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,32 @@ def _sources(args: argparse.Namespace) -> tuple[Path, Path | None]:
     if args.spec is None:
         return _default(DEFAULT_SPEC), args.fixtures or _default(DEFAULT_FIXTURES)
     return args.spec, args.fixtures
+
+
+def _cursor_secret(state: str | None) -> str | None:
+    """MOCKSERVER_CURSOR_SECRET wins; a shared store keeps its own (None here); the memory store's is kept in a
+    file of the user's state folder, so a browser tab's "load more" still works after a restart."""
+    given = os.environ.get("MOCKSERVER_CURSOR_SECRET")
+    if given or state not in (None, "", "memory"):
+        return given or None
+    path = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "mockserver" / "cursor-secret"
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another mock made it just now
+        return path.read_text().strip() or None
+    except OSError:
+        return None  # not writable here: a secret of this run only
+    with os.fdopen(descriptor, "w") as out:
+        secret = secrets.token_hex(32)
+        out.write(secret)
+    return secret
 
 
 def _warn(warnings: list) -> None:
@@ -296,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token,
                          watch=args.watch, seed=args.seed, strict_auth=args.strict_auth,
                          validate_responses=not args.no_response_validation,
-                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"), state=args.state,
+                         cursor_secret=_cursor_secret(args.state), state=args.state,
                          session_ttl=args.session_ttl)
     except LoadError as exc:
         _report(exc)

@@ -3,6 +3,7 @@ write throwaway descriptions and fixtures in temp folders."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -75,12 +76,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], int]]:
     """`python -m mockserver serve` on a free port, as a user starts it, once it takes connections; its stderr is a
-    pipe the test may read. Stopped (killed if it must be) at the end."""
+    pipe the test may read; `env` adds to the environment. Stopped (killed if it must be) at the end."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port), *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env} if env else None)
     try:
         deadline = time.monotonic() + 30
         while True:

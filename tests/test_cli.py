@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 from conftest import LIBRARY, ROOT, serving
@@ -44,3 +45,29 @@ def test_serve_answers_on_its_port():
             page = json.loads(response.read())
             assert response.headers["X-Request-Id"]
     assert len(page["data"]) == 1 and page["hasMore"] is True
+
+
+def _page(port: int, cursor: str | None = None) -> tuple[int, dict]:
+    url = f"http://127.0.0.1:{port}/v1/test-sets?limit=2" + (f"&cursor={cursor}" if cursor else "")
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer demo-token"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_cursors_survive_a_restart_and_an_earlier_runs_cursor_says_so(tmp_path):
+    """The memory store's cursor secret is kept in the user's state folder: "load more" works after a restart; a
+    cursor sealed with another secret (another state folder: an earlier run elsewhere) is refused as expired."""
+    kept = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with serving("--log-level", "warning", env=kept) as (_, port):
+        cursor = _page(port)[1]["nextCursor"]
+    with serving("--log-level", "warning", env=kept) as (_, port):
+        status, answer = _page(port, cursor)
+        assert status == 200 and answer["data"]
+    with serving("--log-level", "warning", env={"XDG_STATE_HOME": str(tmp_path / "elsewhere")}) as (_, port):
+        status, answer = _page(port, cursor)
+    assert status == 400 and answer["error"]["details"]["reason"] == "expired"
+    assert "earlier run" in answer["error"]["message"]
+    assert oct((tmp_path / "state/mockserver/cursor-secret").stat().st_mode & 0o777) == "0o600"

@@ -18,7 +18,9 @@ DAY = 24 * 60 * 60
 
 class CursorSealer:
     def __init__(self, secret: str | None = None, *, max_age: int = DAY) -> None:
-        self._serializer = URLSafeTimedSerializer(secret or secrets.token_hex(32), salt="mockserver.cursor")
+        secret = secret or secrets.token_hex(32)
+        self._serializer = URLSafeTimedSerializer(secret, salt="mockserver.cursor")
+        self._key = hashlib.sha256(f"mockserver.cursor|{secret}".encode()).hexdigest()[:8]  # names the secret
         self.max_age = max_age
 
     @staticmethod
@@ -30,7 +32,7 @@ class CursorSealer:
 
     def seal(self, binding: str, last_rank: int) -> str:
         """Called when a page is made: `ListQuery` keeps a page for the second its cursor's timestamp stands for."""
-        return self._serializer.dumps({"b": binding, "r": last_rank})
+        return self._serializer.dumps({"b": binding, "r": last_rank, "k": self._key})
 
     def open(self, cursor: str, binding: str, parameter: str = "cursor") -> int:
         """The rank after which the page starts, or 400 saying why the cursor is refused."""
@@ -39,12 +41,24 @@ class CursorSealer:
         except SignatureExpired:
             raise _refused(parameter, "expired", "the cursor has expired: start the list again without it") from None
         except BadSignature:
+            if self._from_another_secret(cursor):
+                raise _refused(parameter, "expired", "the cursor comes from an earlier run of the mock (its secret "
+                                                     "has changed since): start the list again without it") from None
             raise _refused(parameter, "tampered", "the cursor is not one this server issued (tampered or "
                                                   "malformed): start the list again without it") from None
         if not isinstance(payload, dict) or payload.get("b") != binding or not isinstance(payload.get("r"), int):
             raise _refused(parameter, "foreign", "the cursor belongs to another list, other filters or another "
                                                  "caller: start the list again without it")
         return payload["r"]
+
+
+    def _from_another_secret(self, cursor: str) -> bool:
+        """A well-formed cursor sealed with another secret (an earlier run), not a tampered one."""
+        try:
+            _, payload = self._serializer.loads_unsafe(cursor)
+        except Exception:  # itsdangerous raises its own and the decoders' errors on garbage
+            return False
+        return isinstance(payload, dict) and isinstance(payload.get("k"), str) and payload["k"] != self._key
 
 
 def _refused(parameter: str, reason: str, message: str) -> MockError:

@@ -1,23 +1,32 @@
-# `make run` and `make test` each set up .venv when it is missing, then serve / test.
+# `make run` and `make test` each set up .venv when it is missing, then serve / test. `make run` installs what
+# serving needs; `make test` adds the test tools. `make run ARGS="--watch --strict-auth"` passes serve's flags.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 4010
+ARGS ?=
 
-.PHONY: install browser redis run test validate contract soak bench clean
+.PHONY: install install-test browser redis run test validate contract soak bench clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
 
+install-test: $(TEST_STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(TEST_STAMP)
+
 run: install
-	$(BIN)/mockserver serve --host $(HOST) --port $(PORT)
+	$(BIN)/mockserver serve --host $(HOST) --port $(PORT) $(ARGS)
 
 # the dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser here)
 browser:
@@ -31,26 +40,26 @@ redis:
 		apt-get install -y -qq --no-install-recommends redis-server >/dev/null) || \
 		echo "make: redis-server could not be installed: the shared-state tests will be skipped"
 
-test: install browser redis
+test: install-test browser redis
 	$(BIN)/python -m pytest -n auto -q
 
 validate: install
 	$(BIN)/mockserver validate
 
 # the contract (issue 5): `make contract` checks the mock in-process; URL=… TOKEN=… a running server
-contract: install
+contract: install-test
 	$(BIN)/mockserver contract $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN)) $(CONTRACT_ARGS)
 
-soak: install
+soak: install-test
 	$(BIN)/python bench/soak.py
 
 # side-by-side benchmark (issue 6): loopback only, about 5 minutes; writes bench/results/
-bench: install
+bench: install-test
 	$(BIN)/python bench/run.py
 
 # the published corpus (issue 8), mocked with no fixtures and checked by schemathesis: 5-6 minutes on 2 cores;
 # writes bench/results/corpus.json. Skipped (exit 0) when ../shared/corpus is absent.
-corpus: install
+corpus: install-test
 	$(BIN)/python bench/corpus.py $(CORPUS_ARGS)
 
 clean:

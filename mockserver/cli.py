@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own "
               f"scenarios, journal and coverage", file=sys.stderr)
     state = pipeline.store.describe()
-    print(f"mockserver: serving {spec} on http://{args.host}:{args.port}"
-          + (f", state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
+    origin = f"http://{args.host}:{args.port}"
+    pages = "" if args.no_control else f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
+    print(f"mockserver: serving {spec} on {origin}{pages}"
+          + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
     return _run(app, args, args.workers, log_buffer)

@@ -37,14 +37,19 @@ def test_serve_refuses_a_bad_description_with_exit_2(write):
     assert "Swagger 2.0 is not supported" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_serve_answers_on_its_port():
-    with serving() as (_, port):
+def test_serve_answers_on_its_port_and_says_where():
+    with serving() as (proc, port):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1",
                                          headers={"Authorization": "Bearer demo-token"})
         with urllib.request.urlopen(request, timeout=10) as response:
             page = json.loads(response.read())
             assert response.headers["X-Request-Id"]
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
     assert len(page["data"]) == 1 and page["hasMore"] is True
+    origin = f"http://127.0.0.1:{port}"
+    assert first.startswith(f"mockserver: serving spec/kindgi.yaml on {origin}")
+    assert f"dashboard {origin}/__mock/" in first and f"docs {origin}/__mock/docs" in first
 
 
 def _page(port: int, cursor: str | None = None) -> tuple[int, dict]:

@@ -67,5 +67,5 @@ class Reloader:
             return False
         self._stamps = _stamp(description_files(fresh), self._fixtures)
         self._swap(fresh)
-        log.warning("reloaded: %d operations", len(fresh.spec.operations))
+        log.info("reloaded: %d operations", len(fresh.spec.operations))
         return True

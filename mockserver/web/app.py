@@ -11,7 +11,7 @@ import socket
 import time
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from flask import Flask, Response, request
@@ -53,8 +53,9 @@ def raw_path(environ: dict[str, Any]) -> str:
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     if raw:
         return raw.split("?", 1)[0]
-    return quote(environ.get("PATH_INFO", "/").encode("latin-1").decode("utf-8", "replace"),
-                 safe="/:@!$&'()*+,;=-._~")
+    # Granian sends only the decoded path: its bytes encoded again (a `%2F` is a `/` by now), so a path that is
+    # not UTF-8 still reaches the router as such
+    return quote(environ.get("PATH_INFO", "/").encode("latin-1"), safe="/:@!$&'()*+,;=-._~")
 
 
 class MockWSGI:
@@ -74,7 +75,7 @@ class MockWSGI:
         self.pipeline = pipeline
 
     def _ensure_reloader(self) -> None:
-        """Threads do not survive gunicorn's fork: each process starts its own watcher on its first request."""
+        """Threads do not survive a fork: each worker process starts its own watcher on its first request."""
         if self._make_reloader is not None and self._reloader_pid != os.getpid():
             self._reloader_pid = os.getpid()
             self.reloader = self._make_reloader(self).start()
@@ -119,16 +120,21 @@ class MockWSGI:
             source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
             duration_ms=(time.perf_counter() - started) * 1000)
         _log(environ, result.status, started, result.source, result.operation_id)
-        if result.disconnect == "close":
-            _shut_socket(environ)  # the client gets no response at all; the server's write finds a closed socket
         start_response(status_line(result.status), list(out_headers.items()))
-        if result.disconnect == "truncate":
-            return _half(result.body, environ)
+        if result.disconnect:
+            return _broken(result.disconnect, result.body, environ)
         return [result.body]
 
 
-def _shut_socket(environ: dict[str, Any]) -> None:
-    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
+    """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
+    of it, and the connection ends. Under Granian (no socket in the environ) a body that stops short of its
+    Content-Length makes Granian close the connection; it may have written the status line and headers already,
+    as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`) the socket is shut
+    before anything is written."""
+    if kind == "truncate":
+        yield body[: len(body) // 2]
+    sock = environ.get("werkzeug.socket")
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
@@ -136,26 +142,26 @@ def _shut_socket(environ: dict[str, Any]) -> None:
             pass
 
 
-def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
-    """A scenario's `break: truncate`: the whole length was announced; half the body comes, then the socket shuts."""
-    yield body[: len(body) // 2]
-    _shut_socket(environ)
+def load_pipeline(spec: str | Path, fixtures: str | Path | None = None, **options: object) -> Pipeline:
+    """The description and fixtures, loaded and checked; raises LoadError (with every problem)."""
+    return Pipeline.load(Path(spec), Path(fixtures) if fixtures else None, Options(**options))  # type: ignore[arg-type]
 
 
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
                control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
-               **options: object) -> Flask:
+               loaded: Pipeline | None = None, **options: object) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
-    deployment instead of answering them (the pipeline still checks them, and answers on fallback)."""
-    spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
+    deployment instead of answering them (the pipeline still checks them, and answers on fallback); `loaded`
+    is what `load_pipeline` made of the same arguments already (before `mockserver serve` forks its workers)."""
 
     def build() -> Pipeline:
-        return Pipeline.load(spec_path, fixtures_path, Options(**options))  # type: ignore[arg-type]
+        return load_pipeline(spec, fixtures, **options)
 
+    fixtures_path = Path(fixtures) if fixtures else None
     app = Flask("mockserver")
-    wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None,
+    wsgi = MockWSGI(loaded or build(), None, handle=proxy.handle if proxy else None,
                     reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
     app.extensions[MOCK_KEY] = wsgi
     if control:

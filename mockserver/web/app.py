@@ -130,8 +130,8 @@ def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
     """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
     of it, and the connection ends. Under Granian (no socket in the environ) a body that stops short of its
     Content-Length makes Granian close the connection; it may have written the status line and headers already,
-    as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`) the socket is shut
-    before anything is written."""
+    as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`), which writes nothing
+    before the first chunk, the socket is shut after what was sent: for `close`, nothing at all."""
     if kind == "truncate":
         yield body[: len(body) // 2]
     sock = environ.get("werkzeug.socket")

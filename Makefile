@@ -55,6 +55,7 @@ soak: install-test
 
 # side-by-side benchmark (issue 6): loopback only, about 5 minutes; writes bench/results/
 bench: install-test
+	$(BIN)/python -c "import gunicorn" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/run.py
 
 # the published corpus (issue 8), mocked with no fixtures and checked by schemathesis: 5-6 minutes on 2 cores;

@@ -1,9 +1,11 @@
-"""`make bench`: the mock side by side with a bare Flask app, a raw WSGI callable and Prism 5.16 (issue 6).
+"""`make bench`: the mock on Granian side by side with a bare Flask app and a raw WSGI callable (on Granian and on
+gunicorn), the mock as it served on gunicorn before issue 15, and Prism 5.16 (issues 6 and 15).
 
 Loopback only, every load bounded in time: each server is started on a free port, waited for, warmed, measured
-with `wrk -t2 -c16 -d5s --latency` per row, then stopped. Start-up time and peak memory follow for the Kindgi
-description and the largest corpus descriptions (../shared/corpus, when present). Prints both tables and the
-issue's targets, and writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
+with `wrk -t2 -c16 -d5s --latency` per row, then stopped; the slow-client row times normal requests while
+STALLED connections sit on half a request. Start-up time and peak memory follow for the Kindgi description and
+the largest corpus descriptions (../shared/corpus, when present). Prints both tables and issue 15's targets, and
+writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
 from __future__ import annotations
 
 import http.client
@@ -18,6 +20,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.parse
@@ -25,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from mockserver.cli import THREADS
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
@@ -46,14 +51,20 @@ BUSY_WARNING = 0.2  # cores used by other processes during a load, above which i
 AUTH = {"Authorization": "Bearer demo-token"}
 FIRST_PAGE = "/v1/test-sets?limit=25"
 PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
-# 2 workers x 4 threads: on 2 cores more threads only add GIL contention (8 gave ~10 % more req/s here and a p99
-# of 10-12.5 ms instead of 8-9), fewer leave too few for slow (scenario) answers
-MOCK_FLAGS = ["--workers", "2", "--threads", "4"]
+# what every `mockserver serve` with more than one worker is given besides --workers: the rows that compare the
+# server with the rows of earlier runs keep the memory store (each worker its own); the Redis rows are their own
+MULTI_WORKER_ARGS: list[str] = ["--state", "memory"]
+MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers x THREADS threads (the default)
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
-# the baselines run under the mock's own gunicorn worker (gthread taking a fair share of connections, see
-# mockserver/web/serving.py): with stock gthread one worker may take all 16 connections, which made runs differ by 3x
-GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "mockserver.web.serving.ThreadWorker", "--preload",
-                  "--keep-alive", "5"]
+# the baselines on Granian take the mock's worker settings
+GRANIAN_FLAGS = ["--interface", "wsgi", "--workers", "2", "--blocking-threads", str(THREADS), "--no-ws",
+                 "--log-level", "warning"]
+# bare Flask and raw WSGI on stock gunicorn gthread, 2 x 4: what a Python developer would hand-write
+GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "gthread", "--preload", "--keep-alive", "5"]
+# the last commit serving on gunicorn: its default (1 worker x 8 threads) is "today's default" of issue 15
+GUNICORN_COMMIT = "61d26db"
+STALLED = 200  # connections holding half a request line during the slow-client row
+STALLED_PROBES = 50  # normal requests timed meanwhile, each on a new connection
 
 
 def log(message: str) -> None:
@@ -107,13 +118,13 @@ class Server:
     """A server process in its own session, its output in a log file; `stop` ends the whole process group."""
 
     def __init__(self, name: str, command: list[str], port: int, workdir: Path,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
         self.name = name
         self.port = port
         self.log_path = workdir / f"{re.sub(r'[^A-Za-z0-9]+', '-', name).strip('-')}.log"
         self._log = self.log_path.open("wb")
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
                                      stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_answer(self, path: str, headers: dict[str, str], want_200: bool, timeout: float) -> float:
@@ -343,8 +354,9 @@ class Bench:
         self.corpus_note = ""
         self.after_load: dict[str, float] = {}
 
-    def start(self, name: str, command: list[str], port: int, env: dict[str, str] | None = None) -> Server:
-        server = Server(name, command, port, self.workdir, env)
+    def start(self, name: str, command: list[str], port: int, env: dict[str, str] | None = None,
+              cwd: Path = ROOT) -> Server:
+        server = Server(name, command, port, self.workdir, env, cwd)
         self.live.append(server)
         return server
 
@@ -362,12 +374,13 @@ class Bench:
         for server in list(self.live):
             self.stop(server)
 
-    def load(self, name: str, make: Command, rows: list[Row], env: dict[str, str] | None = None) -> None:
+    def load(self, name: str, make: Command, rows: list[Row], env: dict[str, str] | None = None,
+             cwd: Path = ROOT) -> None:
         """Start a server, wait for its first answer to the first page, measure every row, stop it."""
         port = free_port()
         command = make(port)
         log(f"{name}: {' '.join(command)}")
-        server = self.start(name, command, port, env)
+        server = self.start(name, command, port, env, cwd)
         try:
             server.wait_answer(FIRST_PAGE, AUTH, want_200=False, timeout=60)
             for row in rows:
@@ -407,11 +420,67 @@ class Bench:
             self.finish(server)
         self.load("mock --log-level info", mock_command(),
                   [Row("mock first page, --log-level info", "mock-info", FIRST_PAGE, AUTH, 200)])
+        self.load("mock default", default_command("--log-level", "warning"),
+                  [Row("mock default (1 process), first page", "mock-default", FIRST_PAGE, AUTH, 200)])
 
-    def load_baseline(self, app: str, label: str) -> None:
-        """A baseline under gunicorn answering the mock's first page (written by load_mock) from memory."""
+    def load_gunicorn_mock(self) -> None:
+        """The mock as it served before issue 15 (gunicorn, its default 1 worker x 8 threads), from git."""
+        old = self.workdir / "gunicorn-mock"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", GUNICORN_COMMIT], cwd=ROOT, capture_output=True, timeout=60)
+        label = f"mock on gunicorn ({GUNICORN_COMMIT}, its default), first page"
+        if archive.returncode != 0:
+            self.rows.append(Row(label, "mock-gunicorn", FIRST_PAGE, AUTH, 200, note="git archive failed: "
+                                 + archive.stderr.decode(errors="replace").strip()[-100:]))
+            return
+        (self.workdir / "gunicorn-mock.tar").write_bytes(archive.stdout)
+        with tarfile.open(self.workdir / "gunicorn-mock.tar") as tar:
+            tar.extractall(old, filter="data")
+        self.load("mock on gunicorn", lambda port: [str(BIN / "python"), "-m", "mockserver", "serve", "--port",
+                                                    str(port), "--log-level", "warning"],
+                  [Row(label, "mock-gunicorn", FIRST_PAGE, AUTH, 200)], {"PYTHONPATH": str(old)}, old)
+
+    def load_baseline(self, app: str, label: str, on_granian: bool) -> None:
+        """A baseline on Granian (the mock's worker settings) or gunicorn answering the mock's first page (written
+        by load_mock) from memory."""
         env = {"BENCH_PAYLOAD": str(self.workdir / "first-page.json"), "PYTHONPATH": str(ROOT)}
-        self.load(label, gunicorn_command(app), [Row(label, app, FIRST_PAGE, AUTH, 200)], env)
+        make = granian_command(app) if on_granian else gunicorn_command(app)
+        server = f"{app}-{'granian' if on_granian else 'gunicorn'}"
+        self.load(label, make, [Row(label, server, FIRST_PAGE, AUTH, 200)], env)
+
+    def slow_clients(self) -> None:
+        """The default mock with STALLED connections each holding half a request line: how long a normal request
+        (a new connection each) takes meanwhile."""
+        label = f"mock default, {STALLED} stalled connections: a normal request"
+        row = Row(label, "mock-slow-clients", FIRST_PAGE, AUTH, 200)
+        self.rows.append(row)
+        port = free_port()
+        server = self.start("mock slow clients", default_command("--log-level", "warning")(port), port)
+        stalled: list[socket.socket] = []
+        try:
+            server.wait_answer(FIRST_PAGE, AUTH, want_200=True, timeout=60)
+            for _ in range(STALLED):
+                sock = socket.create_connection((HOST, port), timeout=5)
+                sock.sendall(b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\n")
+                stalled.append(sock)
+            times, statuses = [], set()
+            for _ in range(STALLED_PROBES):
+                started = time.perf_counter()
+                status, body = request(port, FIRST_PAGE, AUTH, timeout=30)
+                times.append((time.perf_counter() - started) * 1000)
+                statuses.add(status)
+                row.body_bytes = len(body)
+            times.sort()
+            row.status, row.requests = (statuses.pop() if len(statuses) == 1 else None), len(times)
+            row.p50_ms, row.p99_ms = round(times[len(times) // 2], 2), round(times[-1], 2)
+            row.note = f"p99: the slowest of {len(times)}" + ("" if row.status == 200 else f"; statuses {statuses}")
+            log(f"  {label}: p50 {row.p50_ms:.2f} ms, slowest {row.p99_ms:.2f} ms")
+        except (OSError, ServerError) as exc:
+            row.note = f"failed: {exc}"
+        finally:
+            for sock in stalled:
+                sock.close()
+            self.finish(server)
 
     def load_prism(self) -> None:
         spec = str(ROOT / "spec" / "kindgi.yaml")
@@ -448,7 +517,8 @@ class Bench:
     def startups_all(self) -> None:
         spec = str(ROOT / "spec" / "kindgi.yaml")
         warning = ["--log-level", "warning"]
-        self.startup("Kindgi mock", mock_command(*warning), FIRST_PAGE, AUTH, True, KINDGI_STARTS)
+        self.startup("Kindgi mock", default_command(*warning), FIRST_PAGE, AUTH, True, KINDGI_STARTS)
+        self.startup("Kindgi mock --workers 2", mock_command(*warning), FIRST_PAGE, AUTH, True)
         if not self.prism_skipped:
             self.startup("Kindgi Prism -v warn", prism_command(spec, "-v", "warn"), FIRST_PAGE, AUTH, True)
         if not CORPUS.is_dir():
@@ -461,13 +531,22 @@ class Bench:
                 self.corpus_note += f"{relative} is absent; "
                 continue
             short = relative.split("/")[0]
-            self.startup(f"{short} mock", mock_command("--spec", str(path), *warning), "/", {}, False)
+            self.startup(f"{short} mock", default_command("--spec", str(path), *warning), "/", {}, False)
             if not self.prism_skipped:
                 self.startup(f"{short} Prism -v warn", prism_command(str(path), "-v", "warn"), "/", {}, False)
 
 
+def default_command(*extra: str) -> Command:
+    return lambda port: [str(BIN / "mockserver"), "serve", "--port", str(port), *extra]
+
+
 def mock_command(*extra: str) -> Command:
-    return lambda port: [str(BIN / "mockserver"), "serve", "--port", str(port), *MOCK_FLAGS, *extra]
+    return default_command(*MOCK_FLAGS, *extra)
+
+
+def granian_command(app: str) -> Command:
+    return lambda port: [str(BIN / "granian"), *GRANIAN_FLAGS, "--host", HOST, "--port", str(port),
+                         f"bench.baselines:{app}"]
 
 
 def gunicorn_command(app: str) -> Command:
@@ -490,54 +569,65 @@ def deep_page(port: int, hops: int = 3) -> tuple[str, int]:
     return path, hops
 
 
+def best(rows: list[Row], server: str, path: str = FIRST_PAGE) -> Row | None:
+    """The better of a server's runs of a path (bare Flask and the mock's first page are each run twice)."""
+    return max((r for r in rows if r.server == server and r.path == path and r.rps), key=lambda r: r.rps or 0,
+               default=None)
+
+
 def add_ratios(rows: list[Row]) -> None:
-    """Ratios to bare Flask (the better of its two runs) for every row (the first page's target takes the better
-    of the mock's two runs); to Prism -v warn for the rows serving the
-    same first page."""
-    flask = max((row.rps for row in rows if row.server == "flask_app" and row.rps), default=None)
-    prism = next((row.rps for row in rows if row.server == "prism -v warn" and row.rps), None)
+    """Ratios to bare Flask on Granian (the better of its two runs) for every row; to Prism -v warn for the rows
+    serving the same first page."""
+    flask, prism = best(rows, "flask_app-granian"), best(rows, "prism -v warn")
     for row in rows:
-        if row.rps and flask:
-            row.vs_flask = round(row.rps / flask, 2)
-        if row.rps and prism and row.path == FIRST_PAGE and row.server != "prism -v warn":
-            row.vs_prism_warn = round(row.rps / prism, 2)
+        if row.rps and flask and flask.rps:
+            row.vs_flask = round(row.rps / flask.rps, 2)
+        if row.rps and prism and prism.rps and row.path == FIRST_PAGE and row.server != "prism -v warn":
+            row.vs_prism_warn = round(row.rps / prism.rps, 2)
 
 
 def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
-    """Issue 6's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
+    """Issue 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
     took more than BUSY_WARNING cores during a figure it rests on."""
     out: list[dict[str, str]] = []
 
-    def verdict(name: str, ok: bool | None, detail: str, basis: list[Row] | list[Startup]) -> None:
+    def verdict(name: str, ok: bool | None, detail: str, basis: list[Any]) -> None:
         result = {True: "met", False: "MISSED", None: "not measured"}[ok]
         if ok is not None and max((b.other_cpu or 0.0 for b in basis), default=0.0) > BUSY_WARNING:
             result += " (disturbed)"
         out.append({"target": name, "result": result, "detail": detail})
 
-    mock = [r for r in rows if r.server.startswith("mock") and r.rps is not None]
-    flask = [r for r in rows if r.server == "flask_app"]
-    first = max((r for r in mock if r.server == "mock" and r.path == FIRST_PAGE), key=lambda r: r.rps or 0,
-                default=None)  # the better of the mock's two runs, as bare Flask's
-    prism = next((r for r in rows if r.server == "prism -v warn" and r.rps is not None), None)
-    name = "first page >= 0.8x bare Flask"
-    if first is None or first.vs_flask is None:
-        verdict(name, None, "no figure", [])
-    else:
-        verdict(name, first.vs_flask >= 0.8, f"{first.vs_flask}x", [first, *flask])
-    name = "first page > Prism -v warn"
-    first_rps, prism_rps = first.rps if first else None, prism.rps if prism else None
-    if first is None or prism is None or first_rps is None or prism_rps is None:
-        verdict(name, None, "no figure", [])
-    else:
-        verdict(name, first_rps > prism_rps, f"{first_rps:,.0f} vs {prism_rps:,.0f} req/s", [first, prism])
-    others = [r for r in mock if r is not first and r.vs_flask is not None]
-    low = [f"{r.name}: {r.vs_flask}x" for r in others if r.vs_flask is not None and r.vs_flask < 0.6]
-    verdict("every other mock row >= 0.6x bare Flask", not low if others else None,
+    def ratio(name: str, row: Row | None, reference: Row | None, at_least: float) -> None:
+        if row is None or reference is None or not row.rps or not reference.rps:
+            verdict(name, None, "no figure", [])
+        else:
+            verdict(name, row.rps >= at_least * reference.rps,
+                    f"{row.rps / reference.rps:.2f}x ({row.rps:,.0f} vs {reference.rps:,.0f} req/s)", [row, reference])
+
+    default, first = best(rows, "mock-default"), best(rows, "mock")
+    ratio("default (1 process) first page >= 2x the gunicorn default", default, best(rows, "mock-gunicorn"), 2)
+    ratio("default (1 process) first page > Prism -v warn", default, best(rows, "prism -v warn"), 1.0001)
+    flask = best(rows, "flask_app-granian")
+    ratio("--workers 2 first page >= 0.8x bare Flask on Granian", first, flask, 0.8)
+    ratio("--workers 2 first page >= 1.5x bare Flask on gunicorn 2x4", first, best(rows, "flask_app-gunicorn"), 1.5)
+    ratio("--workers 2 first page >= 4x Prism -v warn", first, best(rows, "prism -v warn"), 4)
+    mock = [r for r in rows if r.server == "mock" and r.rps is not None]
+    others = [r for r in mock if r.path != FIRST_PAGE and r.vs_flask is not None]
+    low = [f"{r.name}: {r.vs_flask}x" for r in others if (r.vs_flask or 0) < 0.6]
+    verdict("every other --workers 2 row >= 0.6x bare Flask on Granian", not low if others else None,
             "; ".join(low) or (f"lowest {min(r.vs_flask or 0 for r in others)}x" if others else "no figure"),
-            [*others, *flask])
-    slow = [f"{r.name}: {r.p99_ms} ms" for r in mock if r.p99_ms is not None and r.p99_ms >= 15]
-    verdict("p99 < 15 ms on every mock row", not slow if mock else None,
+            [*others, *([flask] if flask else [])])
+    slow = [f"{r.name}: {r.p99_ms} ms" for r in mock if r.p99_ms is not None and r.p99_ms >= 10]
+    verdict("p99 < 10 ms at 16 connections (--workers 2 rows)", not slow if mock else None,
             "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms" if mock else "no figure"), mock)
+    stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
+    if stalled is None or stalled.p99_ms is None:
+        verdict(f"a normal request < 50 ms with {STALLED} stalled connections", None,
+                stalled.note if stalled else "no figure", [])
+    else:
+        verdict(f"a normal request < 50 ms with {STALLED} stalled connections",
+                stalled.status == 200 and stalled.p99_ms < 50,
+                f"slowest of {stalled.requests}: {stalled.p99_ms} ms (median {stalled.p50_ms} ms)", [])
     kindgi = next((s for s in startups if s.name == "Kindgi mock"), None)
     if kindgi is None:
         verdict("Kindgi start-up < 1 s", None, "no figure", [])
@@ -586,8 +676,9 @@ def machine(wrk_version: str) -> dict[str, Any]:
 def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]) -> None:
     """Both tables, the memory after the loads, a warning when other processes took CPU, and the targets."""
     print(f"\nThroughput: wrk -t2 -c16 -d{LOAD_S}s --latency after {WARM_S} s of warm-up, {info['nproc']} cores, "
-          f"{info['date']}, {info['git_commit'][:10]}{' (dirty)' if info['git_dirty'] else ''}; x Flask: to the "
-          f"better of the two bare Flask runs\n")
+          f"{info['date']}, {info['git_commit'][:10]}{' (dirty)' if info['git_dirty'] else ''}; mock rows: "
+          f"`serve {' '.join(MOCK_FLAGS)}` unless said; x Flask: to the better of the two bare Flask runs on Granian "
+          f"(2 workers x {THREADS} threads)\n")
     print(table(["row", "req/s", "p50 ms", "p99 ms", "x Flask", "x Prism warn", "other CPU", "note"], (
         [r.name, fmt(r.rps, ",.0f"), fmt(r.p50_ms, ".2f"), fmt(r.p99_ms, ".2f"), fmt(r.vs_flask, ".2f"),
          fmt(r.vs_prism_warn, ".2f"), fmt(r.other_cpu, ".2f"), f"{r.status} {r.body_bytes} B" + (
@@ -611,7 +702,7 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
         print(f"\nwarning: other processes kept {info['other_cpu_before']} cores busy just before the bench and up to "
               f"{busiest} cores during a load or a start-up (column 'other CPU'): those figures are disturbed; run "
               f"again on a quiet machine")
-    print("\nIssue 6 targets\n")
+    print("\nIssue 15 targets\n")
     print(table(["target", "result", "detail"], ([g["target"], g["result"], g["detail"][:160]] for g in goals)))
 
 
@@ -629,16 +720,20 @@ def main() -> int:
                 bench.load_mock()
             except ServerError as exc:
                 sys.exit(f"bench: the mock did not start: {exc}")
-            bench.load_baseline("flask_app", "bare Flask (same payload)")
-            bench.load_baseline("wsgi_app", "raw WSGI (same payload)")
+            bench.load_gunicorn_mock()
+            bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
+            bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
+            bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
+            bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
             if bench.prism_skipped:
                 log(f"Prism: skipped ({bench.prism_skipped})")
             else:
                 bench.load_prism()
-            bench.load_baseline("flask_app", "bare Flask, second run")  # its best run is the reference
+            bench.load_baseline("flask_app", "bare Flask on Granian, second run", True)  # its best run counts
             # and the mock's first page gets a second run too, so each side of the ratio is the better of two
             bench.load("mock first page, second run", mock_command("--log-level", "warning"),
                        [Row("mock first page, second run", "mock", FIRST_PAGE, AUTH, 200)])
+            bench.slow_clients()
             bench.startups_all()
         finally:
             bench.stop_all()
@@ -651,7 +746,9 @@ def main() -> int:
     print_report(bench, info, goals)
 
     result = {"machine": info, "settings": {"wrk": f"-t2 -c16 -d{LOAD_S}s --latency", "warm_s": WARM_S,
-                                            "mock": MOCK_FLAGS, "gunicorn": GUNICORN_FLAGS,
+                                            "mock": MOCK_FLAGS, "granian": GRANIAN_FLAGS,
+                                            "gunicorn": GUNICORN_FLAGS, "gunicorn_mock_commit": GUNICORN_COMMIT,
+                                            "stalled": STALLED,
                                             "startup_timeout_s": STARTUP_TIMEOUT_S},
               "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
               "corpus_note": bench.corpus_note or None,

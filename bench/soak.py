@@ -1,4 +1,4 @@
-"""`make soak`: the mock under gunicorn (several workers and threads) takes 20,000 requests on 64 concurrent
+"""`make soak`: the mock on Granian (2 workers, the default threads) takes 20,000 requests on 64 concurrent
 keep-alive connections, mixed across operations, errors and scenarios. It passes when every answer has the
 status expected for its request, no connection drops, and memory stays flat. Loopback only, bounded in time."""
 from __future__ import annotations
@@ -14,6 +14,9 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+
+from mockserver.cli import THREADS
+from run import MULTI_WORKER_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
@@ -46,7 +49,7 @@ def free_port() -> int:
 
 
 def rss_kib(pid: int) -> int:
-    """Resident memory of the server: the gunicorn master and its workers."""
+    """Resident memory of the server: Granian's main process and its workers."""
     pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
                     .stdout.split()]
     total = 0
@@ -88,12 +91,13 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--max-seconds", type=float, default=180)
     args = parser.parse_args()
     port = free_port()
     server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--port", str(port), "--workers",
-                               str(args.workers), "--threads", str(args.threads), "--log-level", "warning"],
+                               str(args.workers), *(MULTI_WORKER_ARGS if args.workers > 1 else []), "--threads",
+                               str(args.threads), "--log-level", "warning"],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         for _ in range(300):

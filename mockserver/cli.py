@@ -5,19 +5,21 @@ import argparse
 import os
 import secrets
 import sys
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .core.errors import LoadError
-from .core.pipeline import Pipeline
+from .core.pipeline import Options, Pipeline
 from .core.state import SESSION_TTL, StateError
 
 if TYPE_CHECKING:
     from flask import Flask
 
-    from .web.access import AccessLog
-
 ROOT = Path(__file__).resolve().parent.parent
+# Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
+# while it sleeps, so one slow answer would stall every other; 4 is what Granian accepts without a warning there
+THREADS = 4
 DEFAULT_SPEC = "spec/kindgi.yaml"
 DEFAULT_FIXTURES = "fixtures"
 
@@ -135,7 +137,7 @@ def _coverage(args: argparse.Namespace) -> int:
     return run(args.url, args.control_token, args.junit, args.min, args.session)
 
 
-def _add_serving(parser: argparse.ArgumentParser, threads_help: str) -> None:
+def _add_serving(parser: argparse.ArgumentParser) -> None:
     """What `serve`, `proxy` and `record` share: sources, address, control API, logging, the server."""
     _add_sources(parser)
     parser.add_argument("--host", default="127.0.0.1")
@@ -145,12 +147,18 @@ def _add_serving(parser: argparse.ArgumentParser, threads_help: str) -> None:
                         help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
-    parser.add_argument("--threads", type=int, default=8, help=threads_help)
-    parser.add_argument("--dev", action="store_true", help="the Flask development server instead of gunicorn")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help="Python threads per worker running the mock; a scenario's latency holds one "
+                             "(default %(default)s)")
+    parser.add_argument("--runtime-threads", type=int, default=1,
+                        help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
+    parser.add_argument("--backpressure", type=int, metavar="N",
+                        help="requests a worker takes into Python at once; more wait in Rust (default: 1024 / "
+                             "workers)")
 
 
 def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
-    _add_serving(parser, "threads (one process: the drift counts are whole)")
+    _add_serving(parser)
     parser.add_argument("--target", required=True,
                         help="the real deployment's root URL; each request's path is appended to it unchanged")
     parser.add_argument("--fallback", action="store_true",
@@ -159,15 +167,12 @@ def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the target (default 10)")
 
 
-def _run(app: "Flask", args: argparse.Namespace, workers: int, access: "AccessLog") -> int:
-    """Serve until stopped: gunicorn, or Flask's development server with --dev; the access log flushed at exit."""
-    from .web.serving import serve
+def _run(factory: Callable[[], "Flask"], args: argparse.Namespace, workers: int) -> int:
+    """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
+    from .web.serving import Settings, serve
 
-    if args.dev:
-        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
-    else:
-        serve(app, host=args.host, port=args.port, workers=workers, threads=args.threads, on_exit=access.flush)
-    access.flush()
+    serve(factory, Settings(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure),
+          args.log_level)
     return 0
 
 
@@ -177,8 +182,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Serve until stopped (exit 0); 2 when the description, the fixtures or the options are unusable."""
+    from .web.app import create_app, load_pipeline
     from .web.recording import Recorder
-    from .web.app import create_app, pipeline_of
     from .web.proxy import Proxy
     from .web.serving import configure_logging
 
@@ -200,17 +205,17 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     except ValueError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    log_buffer = configure_logging(args.log_level)
+    configure_logging(args.log_level)
     try:
-        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token, proxy=proxy,
-                         cursor_secret=os.environ.get("MOCKSERVER_CURSOR_SECRET"))
+        loaded = load_pipeline(spec, fixtures, Options(cursor_secret=_cursor_secret(None)))
     except LoadError as exc:
         _report(exc)
         return 2
     what = f"recording into {args.out}" if recorder else "proxying"
     print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
-    return _run(app, args, 1, log_buffer)
+    return _run(partial(create_app, spec, fixtures, control=not args.no_control, control_token=args.control_token,
+                        proxy=proxy, loaded=loaded), args, 1)  # one process: the drift counts are whole
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve a mock of the description")
-    _add_serving(serve, "threads per worker (default 8)")
+    _add_serving(serve)
     serve.add_argument("--seed", type=int, default=0, help="seed of generated data (same seed, same data)")
     serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
     serve.add_argument("--no-response-validation", action="store_true",
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
               f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
         return 0
-    from .web.app import create_app, pipeline_of
+    from .web.app import create_app, load_pipeline
     from .web.serving import configure_logging
 
     if args.workers > 1 and args.state is None:
@@ -317,28 +322,25 @@ def main(argv: list[str] | None = None) -> int:
               f"scenarios, journal and coverage: add --state redis://HOST:6379/0 (or --state memory to accept that "
               f"split)", file=sys.stderr)
         return 2
-    log_buffer = configure_logging(args.log_level)
-
+    configure_logging(args.log_level)
+    options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
+                      cursor_secret=_cursor_secret(args.state), state=args.state, session_ttl=args.session_ttl)
     try:
-        app = create_app(spec, fixtures, control=not args.no_control, control_token=args.control_token,
-                         watch=args.watch, seed=args.seed, strict_auth=args.strict_auth,
-                         validate_responses=not args.no_response_validation,
-                         cursor_secret=_cursor_secret(args.state), state=args.state,
-                         session_ttl=args.session_ttl)
+        loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:
         _report(exc)
         return 2
     except StateError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    pipeline = pipeline_of(app)
-    _warn(pipeline.warnings)
-    if args.workers > 1 and not pipeline.store.shared:
+    _warn(loaded.warnings)
+    if args.workers > 1 and not loaded.store.shared:
         print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own "
               f"scenarios, journal and coverage", file=sys.stderr)
-    state = pipeline.store.describe()
+    state = loaded.store.describe()
     origin = f"http://{args.host}:{args.port}"
     pages = "" if args.no_control else f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
     print(f"mockserver: serving {spec} on {origin}{pages}"
           + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
-    return _run(app, args, args.workers, log_buffer)
+    return _run(partial(create_app, spec, fixtures, control=not args.no_control, control_token=args.control_token,
+                        watch=args.watch, loaded=loaded), args, args.workers)

@@ -40,3 +40,14 @@ def test_mockserver_serve_shows_each_request_at_once():
             line = proc.stderr.readline()
     assert re.search(r"INFO mockserver.access: GET /v1/test-sets\?limit=2 200 [\d.]+ms fixture listTestSets$",
                      line.rstrip()), line
+
+
+def test_lines_still_buffered_when_mockserver_stops_are_written():
+    with serving() as (proc, port):
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=3",
+                                         headers={"Authorization": "Bearer demo-token"})
+        urllib.request.urlopen(request, timeout=10).read()
+        proc.terminate()  # at once: the line waits for the next flush (FLUSH_S) in the worker
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None
+        assert "INFO mockserver.access: GET /v1/test-sets?limit=3 200 " in proc.stderr.read()

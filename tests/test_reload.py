@@ -1,12 +1,14 @@
 """`--watch`: a changed file is reloaded whole or not at all; requests in flight never fail."""
+import json
 import logging
 import shutil
 import threading
 import time
+import urllib.request
 
 import pytest
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body, serving
 from mockserver import create_app
 from mockserver.web.app import MOCK_KEY
 
@@ -105,3 +107,19 @@ def test_requests_in_flight_during_reloads_all_succeed(copy):
         t.join()
     assert reloads == 4
     assert statuses and set(statuses) == {200}
+
+
+def test_mockserver_serve_watch_reloads_in_its_worker(copy):
+    """`--watch` under Granian: the worker process watches the files and serves the edit."""
+    with serving("--spec", str(copy / "kindgi.yaml"), "--fixtures", str(copy / "fixtures"), "--watch",
+                 "--log-level", "warning") as (_, port):
+        def first_description() -> str:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1", headers=DEMO)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())["data"][0]["description"]
+
+        touch_edit(copy / "fixtures/collections/test-sets.yaml", first_description(), "Edited while serving.")
+        deadline = time.monotonic() + 10
+        while first_description() != "Edited while serving.":
+            assert time.monotonic() < deadline, "the edit was never served"
+            time.sleep(0.1)

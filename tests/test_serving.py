@@ -1,4 +1,5 @@
-"""The mock under gunicorn, as `mockserver serve` runs it: limits answered in the envelope, SIGTERM drains."""
+"""The mock on Granian, as `mockserver serve` runs it: limits answered in the envelope, what Granian refuses
+itself, broken connections on purpose, slow clients, SIGTERM drains."""
 import http.client
 import json
 import os
@@ -6,24 +7,45 @@ import signal
 import socket
 import threading
 import time
+from contextlib import ExitStack
 
 import pytest
 
-from conftest import serving
+from conftest import DEMO, SAMPLE_PROJECT, serving
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """Limits and refusals need no shared state: two workers of the memory store, accepted as such."""
+    with serving("--workers", "2", "--threads", "4", "--state", "memory", "--log-level", "warning") as started:
+        yield started
 
 
 @pytest.fixture()
-def server():
-    with serving("--workers", "2", "--threads", "4", "--state", "memory", "--log-level", "warning") as started:
+def one_worker():
+    """The tests that set a scenario talk to one worker of the memory store (tests/test_scale_out.py shares one
+    between workers through Redis)."""
+    with serving("--log-level", "warning") as started:
         yield started
 
 
 def call(port: int, path: str, headers: dict[str, str] | None = None, body: bytes | None = None,
          method: str = "GET") -> tuple[int, dict]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    connection.request(method, path, body=body, headers={"Authorization": "Bearer demo-token", **(headers or {})})
+    connection.request(method, path, body=body, headers={**DEMO, **(headers or {})})
     response = connection.getresponse()
     return response.status, json.loads(response.read())
+
+
+def raw(port: int, data: bytes) -> tuple[bytes, bytes]:
+    """Send bytes as they are; the response's head and body, read until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, rest = received.partition(b"\r\n\r\n")
+    return head, rest
 
 
 @pytest.mark.parametrize("path, headers, body, status, code", [
@@ -32,48 +54,86 @@ def call(port: int, path: str, headers: dict[str, str] | None = None, body: byte
     ("/v1/test-sets", {"Content-Type": "application/json"}, b"x" * (2 * 1024 * 1024), 413, "payload-too-large"),
     ("/v1/test-sets?limit=1&limit=2", {}, None, 400, "bad-input"),
     ("/v1/test-sets?name=%ff%fe", {}, None, 400, "bad-input"),
-    ("/v1/agents/%C0%AF/test-set/cases?projectId=2489e9ad-2ee2-8e00-8ec9-32d5f69181c0", {}, None, 400, "bad-input"),
+    ("/v1/agents/%C0%AF/test-set/cases?projectId=" + SAMPLE_PROJECT, {}, None, 400, "bad-input"),
     ("/v1/../fixtures/kindgi.yaml", {}, None, 404, "not-found"),
     ("/v1/test-sets", {"X-Request-Id": "evil\\r\\nSet-Cookie: x=1"}, None, 200, None),
 ], ids=["long-url", "long-header", "big-body", "repeated", "bad-utf8-query", "overlong-utf8-path", "dotdot", "crlf-id"])
-def test_bad_requests_get_a_clear_4xx_in_the_envelope(server, path, headers, body, status, code):
-    _, port = server
-    got, payload = call(port, path, headers, body, "POST" if body else "GET")
-    if body:
-        assert got == 413 or got == 405  # POST is not declared; the size is refused before routing
-    else:
-        assert got == status
+def test_bad_requests_get_a_clear_4xx_in_the_envelope(two_workers, path, headers, body, status, code):
+    _, port = two_workers
+    got, payload = call(port, path, headers, body)  # Kindgi's operations are GETs: a body too large on one too
+    assert got == status
     if code:
-        assert payload["error"]["code"] == (code if got == status else payload["error"]["code"])
+        assert payload["error"]["code"] == code
         assert payload["error"]["requestId"].startswith("req_")
 
 
-@pytest.mark.parametrize("raw, status", [
-    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n", 400),
-    (b"G(T /v1/test-sets HTTP/1.1\r\nHost: x\r\n\r\n", 400),
-    (b"GET /v1/test-sets HTTP/7.1\r\nHost: x\r\n\r\n", 400),
-    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nX-Huge: " + b"y" * (1024 * 1024 + 10) + b"\r\n\r\n", 431),
-], ids=["header-name", "method", "version", "header-over-1-mib"])
-def test_requests_gunicorn_cannot_read_are_refused_in_the_envelope_not_its_html_page(server, raw, status):
-    _, port = server
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n", b"400 Bad Request"),
+    (b"G(T /v1/test-sets HTTP/1.1\r\nHost: x\r\n\r\n", b"400 Bad Request"),
+    (b"GET /v1/test-sets HTTP/7.1\r\nHost: x\r\n\r\n", b"400 Bad Request"),
+    (b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 64, b"400 Bad Request"),  # TLS to a plain port
+    (b"GET /v1/test-sets?q=" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"414 URI Too Long"),
+    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nX-Huge: " + b"y" * 2_000_000 + b"\r\n\r\n",
+     b"431 Request Header Fields Too Large"),
+    (b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % n for n in range(120)) + b"\r\n",
+     b"431 Request Header Fields Too Large"),
+], ids=["header-name", "method", "version", "tls", "line-over-64-kib", "head-over-2-mib", "over-100-headers"])
+def test_requests_granian_cannot_read_get_a_bare_status_never_a_page_or_a_traceback(two_workers, request_bytes,
+                                                                                      status):
+    _, port = two_workers
+    head, body = raw(port, request_bytes)
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"HTTP/1.1 " + status
+    assert b"content-length: 0" in lines and b"connection: close" in lines
+    assert body == b""
+
+
+@pytest.mark.parametrize("kind, share", [("close", 0), ("truncate", 0.5)])
+def test_a_scenario_breaks_the_connection_over_a_real_socket(one_worker, kind, share):
+    """`close` ends the connection before any byte of the body, `truncate` after half of it; Granian may have
+    written the status line and headers before (a client sees the connection drop either way)."""
+    proc, port = one_worker
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("POST", "/__mock/scenarios", body=json.dumps({"operationId": "listTestSets", "break": kind}),
+                       headers={"Content-Type": "application/json"})
+    assert connection.getresponse().status == 201
+    connection.close()
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(raw)
-        response = http.client.HTTPResponse(sock)
-        response.begin()
-        payload = json.loads(response.read())
-    assert response.status == status and response.getheader("Content-Type") == "application/json"
-    assert payload["error"]["requestId"] == response.getheader("X-Request-Id")
-    assert payload["error"]["message"].startswith("the request cannot be read: ")
+        sock.sendall(b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer demo-token\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes: no hanging on a keep-alive connection
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    if head:
+        announced = int(next(line for line in head.split(b"\r\n") if line.startswith(b"content-length:"))[15:])
+        assert len(body) == int(announced * share)
+    else:
+        assert kind == "close" and received == b""
+    status, journal = call(port, "/__mock/requests?operationId=listTestSets")
+    assert status == 200 and journal["requests"][-1]["scenarioId"]
 
 
-def test_sigterm_drains_in_flight_requests_and_exits_0(server):
-    proc, port = server
+def test_stalled_clients_do_not_hold_up_a_normal_request(one_worker):
+    """200 connections each send half a request and wait; under gunicorn nine such stalled every thread."""
+    _, port = one_worker
+    with ExitStack() as stack:
+        for _ in range(200):
+            stalled = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
+            stalled.sendall(b"GET /v1/test-sets HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        status, page = call(port, "/v1/test-sets?limit=1")
+        took = time.monotonic() - started
+    assert status == 200 and len(page["data"]) == 1
+    assert took < 2, f"a normal request took {took:.2f} s with 200 stalled connections open"
+
+
+def test_sigterm_drains_in_flight_requests_and_exits_0(one_worker):
+    proc, port = one_worker
     result: dict[str, int] = {}
 
     def slow_call() -> None:
         # acme.slow takes 1.5 s (a fixture scenario), then answers 404 agent-not-found
-        result["status"] = call(port, "/v1/agents/acme.slow/test-set/cases?projectId="
-                                      "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0")[0]
+        result["status"] = call(port, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}")[0]
 
     thread = threading.Thread(target=slow_call)
     thread.start()
@@ -82,39 +142,5 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(server):
     thread.join(timeout=20)
     assert result.get("status") == 404
     assert proc.wait(timeout=20) == 0
-
-
-def test_a_worker_holding_a_connection_per_thread_takes_one_more_now_and_then(monkeypatch):
-    """gthread workers share one listening socket; one that already holds a connection per thread takes at most
-    one more every FAIR_SHARE_WAIT_S (so idle workers take the next ones), unless it is the only worker."""
-    from types import SimpleNamespace
-
-    from gunicorn.workers import gthread
-
-    from mockserver.web import serving
-
-    now = [100.0]
-    monkeypatch.setattr(serving.time, "monotonic", lambda: now[0])
-
-    def accept(worker, listener):
-        worker.nr_conns += 1
-
-    monkeypatch.setattr(gthread.ThreadWorker, "accept", accept)
-    worker = serving.ThreadWorker.__new__(serving.ThreadWorker)
-    worker.cfg = SimpleNamespace(threads=2, workers=2)
-    worker.worker_connections = 1000  # what gthread's __init__ sets from its config
-    worker.nr_conns = 0
-    worker.accept(None)
-    assert worker.worker_connections == 1000
-    worker.accept(None)  # now one connection per thread
-    assert worker.worker_connections == 0  # the next one is left to the others for a moment
-    now[0] += serving.FAIR_SHARE_WAIT_S / 2
-    assert worker.worker_connections == 0
-    now[0] += serving.FAIR_SHARE_WAIT_S
-    assert worker.worker_connections == 1000  # nobody took it: this worker may
-    worker.accept(None)
-    assert worker.worker_connections == 0  # and waits again before the one after
-    worker.cfg.workers = 1
-    now[0] += serving.FAIR_SHARE_WAIT_S
-    worker.accept(None)
-    assert worker.worker_connections == 1000  # alone: no one to leave them to
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()  # nobody listens any more

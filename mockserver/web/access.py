@@ -21,7 +21,7 @@ class AccessLog:
         self._stream: TextIO | None = None
         self._lines: list[str] = []
         self._lock = threading.Lock()
-        self._flusher_pid = 0  # threads do not survive gunicorn's fork: each process starts its own
+        self._flusher_pid = 0  # threads do not survive a fork: each worker process starts its own
         self._second = -1
         self._stamp = ""
 

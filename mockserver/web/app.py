@@ -11,7 +11,7 @@ import socket
 import time
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
 from flask import Flask, Response, request
@@ -54,8 +54,9 @@ def raw_path(environ: dict[str, Any]) -> str:
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     if raw:
         return raw.split("?", 1)[0]
-    return quote(environ.get("PATH_INFO", "/").encode("latin-1").decode("utf-8", "replace"),
-                 safe="/:@!$&'()*+,;=-._~")
+    # Granian sends only the decoded path: its bytes encoded again (a `%2F` is a `/` by now), so a path that is
+    # not UTF-8 still reaches the router as such
+    return quote(environ.get("PATH_INFO", "/").encode("latin-1"), safe="/:@!$&'()*+,;=-._~")
 
 
 class MockWSGI:
@@ -75,7 +76,7 @@ class MockWSGI:
         self.pipeline = pipeline
 
     def _ensure_reloader(self) -> None:
-        """Threads do not survive gunicorn's fork: each process starts its own watcher on its first request."""
+        """Threads do not survive a fork: each worker process starts its own watcher on its first request."""
         if self._make_reloader is not None and self._reloader_pid != os.getpid():
             self._reloader_pid = os.getpid()
             self.reloader = self._make_reloader(self).start()
@@ -120,11 +121,9 @@ class MockWSGI:
             source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
             duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
         _log(environ, result.status, started, result.source, result.operation_id)
-        if result.disconnect == "close":
-            _shut_socket(environ)  # the client gets no response at all; the server's write finds a closed socket
         start_response(status_line(result.status), list(out_headers.items()))
-        if result.disconnect == "truncate":
-            return _half(result.body, environ)
+        if result.disconnect:
+            return _broken(result.disconnect, result.body, environ)
         return [result.body]
 
 
@@ -141,8 +140,15 @@ def _with_cors(start_response: StartResponse, headers: dict[str, str]) -> StartR
     return start
 
 
-def _shut_socket(environ: dict[str, Any]) -> None:
-    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
+    """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
+    of it, and the connection ends. Under Granian (no socket in the environ) a body that stops short of its
+    Content-Length makes Granian close the connection; it may have written the status line and headers already,
+    as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`), which writes nothing
+    before the first chunk, the socket is shut after what was sent: for `close`, nothing at all."""
+    if kind == "truncate":
+        yield body[: len(body) // 2]
+    sock = environ.get("werkzeug.socket")
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
@@ -150,10 +156,12 @@ def _shut_socket(environ: dict[str, Any]) -> None:
             pass
 
 
-def _half(body: bytes, environ: dict[str, Any]) -> Iterable[bytes]:
-    """A scenario's `break: truncate`: the whole length was announced; half the body comes, then the socket shuts."""
-    yield body[: len(body) // 2]
-    _shut_socket(environ)
+def load_pipeline(spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None) -> Pipeline:
+    """The description and fixtures, loaded and checked, on the store `options.state` names; raises LoadError (with
+    every problem), or StateError when the store cannot be used."""
+    settings = options or Options()
+    store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl)
+    return Pipeline.load(Path(spec), Path(fixtures) if fixtures else None, settings, store)
 
 
 _DEFAULTS = Options()
@@ -161,7 +169,7 @@ _DEFAULTS = Options()
 
 def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
                control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
-               seed: int = _DEFAULTS.seed, strict_auth: bool = _DEFAULTS.strict_auth,
+               loaded: Pipeline | None = None, seed: int = _DEFAULTS.seed, strict_auth: bool = _DEFAULTS.strict_auth,
                validate_responses: bool = _DEFAULTS.validate_responses,
                cursor_secret: str | None = _DEFAULTS.cursor_secret, journal_size: int = _DEFAULTS.journal_size,
                max_body: int = _DEFAULTS.max_body, max_url: int = _DEFAULTS.max_url,
@@ -171,21 +179,23 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
     StateError when the state store (`state="redis://…"`) cannot be used.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
-    deployment instead of answering them (the pipeline still checks them, and answers on fallback). The other
-    keywords are `Options`' fields."""
+    deployment instead of answering them (the pipeline still checks them, and answers on fallback). `loaded` is
+    what `load_pipeline` made already (before `mockserver serve` forks its workers): its options and store are
+    used, and the other keywords (`Options`' fields) are not."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
-    settings = Options(seed=seed, strict_auth=strict_auth, validate_responses=validate_responses,
-                       cursor_secret=cursor_secret, journal_size=journal_size, max_body=max_body, max_url=max_url,
-                       max_header=max_header, state=state, session_ttl=session_ttl)
-    # one store for the app's life: a reload builds a new pipeline on the same state (StateError if unusable)
-    store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl)
+    if loaded is None:
+        loaded = load_pipeline(spec_path, fixtures_path, Options(
+            seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
+            journal_size=journal_size, max_body=max_body, max_url=max_url, max_header=max_header, state=state,
+            session_ttl=session_ttl))
+    settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
 
     def build() -> Pipeline:
         return Pipeline.load(spec_path, fixtures_path, settings, store)
 
     app = Flask("mockserver")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
-    wsgi = MockWSGI(build(), None, handle=proxy.handle if proxy else None,
+    wsgi = MockWSGI(loaded, None, handle=proxy.handle if proxy else None,
                     reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
     app.extensions[MOCK_KEY] = wsgi
     if control:

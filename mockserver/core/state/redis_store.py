@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import multiprocessing.util
 import os
 import secrets
 import threading
@@ -161,7 +162,10 @@ class RedisStore(Store):
             self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
             self._listener.start()
             threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
+            # what is still queued is written at exit: atexit for a plain process, multiprocessing's finalizers for a
+            # server's worker process (which ends without running atexit handlers)
             atexit.register(self._flush_local, 5.0)
+            multiprocessing.util.Finalize(self, self._flush_local, args=(5.0,), exitpriority=20)
             # the first request of a new worker waits until it listens: from then on it misses no change
             self._ready.wait(ACK_WAIT_S)
             self._pid = os.getpid()  # last: a thread that sees it finds everything above in place

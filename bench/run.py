@@ -375,14 +375,17 @@ class Bench:
             self.stop(server)
 
     def load(self, name: str, make: Command, rows: list[Row], env: dict[str, str] | None = None,
-             cwd: Path = ROOT) -> None:
-        """Start a server, wait for its first answer to the first page, measure every row, stop it."""
+             cwd: Path = ROOT, setup: Callable[[int], None] | None = None) -> None:
+        """Start a server, wait for its first answer to the first page, `setup` it (given its port), measure every
+        row, stop it."""
         port = free_port()
         command = make(port)
         log(f"{name}: {' '.join(command)}")
         server = self.start(name, command, port, env, cwd)
         try:
             server.wait_answer(FIRST_PAGE, AUTH, want_200=False, timeout=60)
+            if setup is not None:
+                setup(port)
             for row in rows:
                 self.rows.append(measure(server, row))
         except ServerError as exc:
@@ -422,6 +425,32 @@ class Bench:
                   [Row("mock first page, --log-level info", "mock-info", FIRST_PAGE, AUTH, 200)])
         self.load("mock default", default_command("--log-level", "warning"),
                   [Row("mock default (1 process), first page", "mock-default", FIRST_PAGE, AUTH, 200)])
+
+    def load_redis(self) -> None:
+        """The state-store issue's rows: the mock at 2 workers sharing a real Redis on loopback (first page: no
+        scenario matches, so no round trip for scenarios; the journal is written in batches), and a call that a
+        scenario answers (one round trip to count it)."""
+        label = "mock --workers 2, Redis store, first page"
+        if shutil.which("redis-server") is None:
+            self.rows.append(Row(label, "mock-redis", FIRST_PAGE, AUTH, 200, note="redis-server is not installed"))
+            return
+        port = free_port()
+        redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly",
+                                  "no", "--dir", str(self.workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            state = ["--state", f"redis://{HOST}:{port}/0?prefix=bench"]
+            command = default_command("--workers", "2", *state, "--log-level", "warning")
+            scenario = {"operationId": "listTestSetVersionCases", "pathParams": {"testSetId": "acme.bench"},
+                        "status": 503}
+            self.load("mock --workers 2 --state redis", command, [
+                Row(label, "mock-redis", FIRST_PAGE, AUTH, 200),
+                Row("mock --workers 2, Redis store, a scenario's 503", "mock-redis",
+                    "/v1/test-sets/acme.bench/versions/1.0.0/cases", AUTH, 503)],
+                setup=lambda server_port: set_scenario(server_port, scenario))
+        finally:
+            redis.terminate()
+            redis.wait(timeout=10)
 
     def load_gunicorn_mock(self) -> None:
         """The mock as it served before issue 15 (gunicorn, its default 1 worker x 8 threads), from git."""
@@ -557,6 +586,15 @@ def prism_command(spec: str, *extra: str) -> Command:
     return lambda port: [str(PRISM_BIN), "mock", "-h", HOST, "-p", str(port), *extra, spec]
 
 
+def set_scenario(port: int, scenario: dict[str, Any]) -> None:
+    connection = http.client.HTTPConnection(HOST, port, timeout=10)
+    connection.request("POST", "/__mock/scenarios", json.dumps(scenario), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    if response.status != 201:
+        raise ServerError(f"the scenario was refused: {response.status} {response.read()[:200]!r}")
+    connection.close()
+
+
 def deep_page(port: int, hops: int = 3) -> tuple[str, int]:
     """The URL of page hops+1 of limit=25, walked by nextCursor, and how many hops were made."""
     path = FIRST_PAGE
@@ -587,7 +625,7 @@ def add_ratios(rows: list[Row]) -> None:
 
 
 def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
-    """Issue 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
+    """Issues 14 and 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
     took more than BUSY_WARNING cores during a figure it rests on."""
     out: list[dict[str, str]] = []
 
@@ -620,6 +658,8 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
     slow = [f"{r.name}: {r.p99_ms} ms" for r in mock if r.p99_ms is not None and r.p99_ms >= 10]
     verdict("p99 < 10 ms at 16 connections (--workers 2 rows)", not slow if mock else None,
             "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms" if mock else "no figure"), mock)
+    ratio("state store: --workers 2 on Redis first page > the memory store at 1 worker",
+          best(rows, "mock-redis"), default, 1.0001)
     stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
     if stalled is None or stalled.p99_ms is None:
         verdict(f"a normal request < 50 ms with {STALLED} stalled connections", None,
@@ -702,7 +742,7 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
         print(f"\nwarning: other processes kept {info['other_cpu_before']} cores busy just before the bench and up to "
               f"{busiest} cores during a load or a start-up (column 'other CPU'): those figures are disturbed; run "
               f"again on a quiet machine")
-    print("\nIssue 15 targets\n")
+    print("\nTargets (issues 14 and 15)\n")
     print(table(["target", "result", "detail"], ([g["target"], g["result"], g["detail"][:160]] for g in goals)))
 
 
@@ -720,6 +760,7 @@ def main() -> int:
                 bench.load_mock()
             except ServerError as exc:
                 sys.exit(f"bench: the mock did not start: {exc}")
+            bench.load_redis()
             bench.load_gunicorn_mock()
             bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
             bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)

@@ -298,6 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "coverage":
         return _coverage(args)
+    if args.command in ("serve", "proxy", "record"):
+        from .web.serving import unusable_address
+
+        problem = unusable_address(args.host, args.port)
+        if problem:
+            print(f"mockserver: {problem}", file=sys.stderr)
+            return 1
     spec, fixtures = _sources(args)
     if args.command in ("proxy", "record"):
         return _proxy(args, spec, fixtures)

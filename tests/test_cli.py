@@ -76,3 +76,19 @@ def test_cursors_survive_a_restart_and_an_earlier_runs_cursor_says_so(tmp_path):
     assert status == 400 and answer["error"]["details"]["reason"] == "expired"
     assert "earlier run" in answer["error"]["message"]
     assert oct((tmp_path / "state/mockserver/cursor-secret").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_port_in_use_is_one_line_and_exit_1_at_once():
+    import socket
+    import time
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(port)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and time.monotonic() - started < 10
+    assert done.stderr.splitlines() == [f"mockserver: port {port} on 127.0.0.1 is already in use (another "
+                                        f"mockserver?): stop it, or choose another port with --port (make run PORT=…)"]

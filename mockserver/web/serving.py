@@ -8,10 +8,12 @@ them); each worker process builds its own app with `factory` after the fork, so 
 thread, a client connection) is made in the worker that uses it."""
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import logging.config
 import multiprocessing.util
+import socket
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -36,6 +38,22 @@ class Settings:
     threads: int  # Python threads per worker running the app (a scenario's latency holds one)
     runtime_threads: int  # Rust threads per worker doing the network I/O
     backpressure: int | None  # requests a worker lets into Python at once; None: Granian's (1024 / workers)
+
+
+def unusable_address(host: str, port: int) -> str | None:
+    """Why the server could not listen there, found before anything starts (Granian would fail later, with a
+    traceback, after the start-up line)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: TIME_WAIT is no bar
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return (f"port {port} on {host} is already in use (another mockserver?): stop it, or choose another "
+                    f"port with --port (make run PORT=…)")
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> None:

@@ -8,6 +8,7 @@ TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 4010
 ARGS ?=
+KINDGI := --spec spec/kindgi.yaml --fixtures fixtures
 
 .PHONY: install install-test browser redis run test validate contract soak bench clean
 
@@ -26,7 +27,7 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 run: install
-	$(BIN)/mockserver serve --host $(HOST) --port $(PORT) $(ARGS)
+	$(BIN)/mockserver serve $(KINDGI) --host $(HOST) --port $(PORT) $(ARGS)
 
 # the dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser here)
 browser:
@@ -44,11 +45,11 @@ test: install-test browser redis
 	$(BIN)/python -m pytest -n auto -q
 
 validate: install
-	$(BIN)/mockserver validate
+	$(BIN)/mockserver validate $(KINDGI)
 
 # the contract (issue 5): `make contract` checks the mock in-process; URL=… TOKEN=… a running server
 contract: install-test
-	$(BIN)/mockserver contract $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN)) $(CONTRACT_ARGS)
+	$(BIN)/mockserver contract $(KINDGI) $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN)) $(CONTRACT_ARGS)
 
 soak: install-test
 	$(BIN)/python bench/soak.py

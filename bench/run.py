@@ -566,7 +566,10 @@ class Bench:
 
 
 def default_command(*extra: str) -> Command:
-    return lambda port: [str(BIN / "mockserver"), "serve", "--port", str(port), *extra]
+    """`mockserver serve` of Kindgi, unless `extra` names another description."""
+    kindgi = [] if "--spec" in extra else ["--spec", str(ROOT / "spec" / "kindgi.yaml"), "--fixtures",
+                                           str(ROOT / "fixtures")]
+    return lambda port: [str(BIN / "mockserver"), "serve", *kindgi, "--port", str(port), *extra]
 
 
 def mock_command(*extra: str) -> Command:

@@ -125,7 +125,8 @@ def exact_times(port: int, connections: int) -> dict[str, Any]:
 
 def soak(args: argparse.Namespace, state: list[str]) -> bool:
     port = free_port()
-    server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--port", str(port), "--workers",
+    server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--spec", str(ROOT / "spec/kindgi.yaml"),
+                               "--fixtures", str(ROOT / "fixtures"), "--port", str(port), "--workers",
                                str(args.workers), *(state if args.workers > 1 else []), "--threads",
                                str(args.threads), "--log-level", "warning"],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -16,30 +16,39 @@ from .core.state import SESSION_TTL, StateError
 if TYPE_CHECKING:
     from flask import Flask
 
-ROOT = Path(__file__).resolve().parent.parent
 # Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
 # while it sleeps, so one slow answer would stall every other; 4 is what Granian accepts without a warning there
 THREADS = 4
-DEFAULT_SPEC = "spec/kindgi.yaml"
-DEFAULT_FIXTURES = "fixtures"
+CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
+CONVENTIONAL_FIXTURES = "fixtures"
 
 
-def _default(relative: str) -> Path:
-    """Relative to where the command runs if it is there, else the bundled one beside the package."""
-    here = Path(relative)
-    return here if here.exists() else ROOT / relative
+class NoDescription(Exception):
+    """No --spec, no MOCKSERVER_SPEC and no conventional file where the command runs."""
 
 
 def _add_sources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--spec", type=Path, default=None, help=f"OpenAPI description (default: {DEFAULT_SPEC})")
+    parser.add_argument("--spec", type=Path, default=None,
+                        help="OpenAPI description (default: MOCKSERVER_SPEC, else openapi.yaml, .yml or .json here)")
     parser.add_argument("--fixtures", type=Path, default=None,
-                        help=f"fixtures folder (default: {DEFAULT_FIXTURES}/ with the default spec, none otherwise)")
+                        help="fixtures folder (default: MOCKSERVER_FIXTURES with MOCKSERVER_SPEC, fixtures/ here with "
+                             "the conventional description; none otherwise)")
 
 
 def _sources(args: argparse.Namespace) -> tuple[Path, Path | None]:
-    if args.spec is None:
-        return _default(DEFAULT_SPEC), args.fixtures or _default(DEFAULT_FIXTURES)
-    return args.spec, args.fixtures
+    """--spec (with --fixtures, or none); else MOCKSERVER_SPEC (with --fixtures or MOCKSERVER_FIXTURES); else
+    openapi.yaml|yml|json in the working folder, with --fixtures or fixtures/ beside it when present."""
+    if args.spec is not None:
+        return args.spec, args.fixtures
+    if os.environ.get("MOCKSERVER_SPEC"):
+        paired = os.environ.get("MOCKSERVER_FIXTURES")
+        return Path(os.environ["MOCKSERVER_SPEC"]), args.fixtures or (Path(paired) if paired else None)
+    found = next((Path(name) for name in CONVENTIONAL_SPECS if Path(name).is_file()), None)
+    if found is None:
+        raise NoDescription(f"no description to serve: give --spec FILE (or MOCKSERVER_SPEC), or put "
+                            f"{', '.join(CONVENTIONAL_SPECS[:-1])} or {CONVENTIONAL_SPECS[-1]} in {Path.cwd()}")
+    conventional = Path(CONVENTIONAL_FIXTURES)
+    return found, args.fixtures or (conventional if conventional.is_dir() else None)
 
 
 def _cursor_secret(state: str | None) -> str | None:
@@ -305,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"mockserver: {problem}", file=sys.stderr)
             return 1
-    spec, fixtures = _sources(args)
+    try:
+        spec, fixtures = _sources(args)
+    except NoDescription as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+        return 2
     if args.command in ("proxy", "record"):
         return _proxy(args, spec, fixtures)
     if args.command == "contract":
@@ -318,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         _warn(pipeline.warnings)
         count = sum(len(c.items) for c in pipeline.fixtures.collections.values())
-        print(f"{spec}: {len(pipeline.spec.operations)} operations; {fixtures}: {len(pipeline.fixtures.files)} "
-              f"files, {len(pipeline.fixtures.collections)} collections, {count} items. All is well.")
+        held = (f"{fixtures}: {len(pipeline.fixtures.files)} files, {len(pipeline.fixtures.collections)} "
+                f"collections, {count} items" if fixtures else "no fixtures")
+        print(f"{spec}: {len(pipeline.spec.operations)} operations; {held}. All is well.")
         return 0
     from .web.app import create_app, load_pipeline
     from .web.serving import configure_logging

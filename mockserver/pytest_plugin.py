@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini("mockserver_spec", "OpenAPI description the mock_server fixture serves", default="spec/kindgi.yaml")
-    parser.addini("mockserver_fixtures", "fixtures folder of the mock_server fixture", default="fixtures")
+    parser.addini("mockserver_spec", "OpenAPI description the mock_server fixture serves", default="openapi.yaml")
+    parser.addini("mockserver_fixtures", "fixtures folder of the mock_server fixture (when present)",
+                  default="fixtures")
     parser.addini("mockserver_url", "a running mock to share: each test gets a session of its own on it "
                                     "(env MOCKSERVER_URL)", default="")
     parser.addini("mockserver_control_token", "the shared mock's control token (env MOCKSERVER_CONTROL_TOKEN)",

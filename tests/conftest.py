@@ -27,6 +27,10 @@ KINDGI_FIXTURES = ROOT / "fixtures"
 LIBRARY = Path(__file__).resolve().parent / "data" / "library"
 SHARED = ROOT.parent / "shared"
 
+# the checkout's own tests serve Kindgi when a command names no description (a user's default is ./openapi.yaml)
+os.environ.setdefault("MOCKSERVER_SPEC", str(KINDGI_SPEC))
+os.environ.setdefault("MOCKSERVER_FIXTURES", str(KINDGI_FIXTURES))
+
 DEMO = {"Authorization": "Bearer demo-token"}
 OTHER = {"Authorization": "Bearer other-tenant-token"}
 SAMPLE_PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"

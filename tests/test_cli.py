@@ -5,7 +5,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from conftest import LIBRARY, ROOT, serving
+from conftest import KINDGI_SPEC, LIBRARY, ROOT, serving
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -17,6 +17,25 @@ def test_validate_says_all_is_well():
     result = run("validate")
     assert result.returncode == 0, result.stderr
     assert "All is well" in result.stdout
+
+
+def test_the_conventional_description_and_fixtures_of_the_working_folder(tmp_path):
+    """No --spec, no MOCKSERVER_SPEC: ./openapi.yaml (or .yml, .json) and ./fixtures/ when present, anywhere."""
+    import os
+    import shutil
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKSERVER_")}
+    command = [sys.executable, "-m", "mockserver", "validate"]
+    nothing = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert nothing.returncode == 2 and nothing.stderr.splitlines() == [
+        f"mockserver: no description to serve: give --spec FILE (or MOCKSERVER_SPEC), or put openapi.yaml, "
+        f"openapi.yml or openapi.json in {tmp_path}"]
+    shutil.copy(LIBRARY / "openapi.yaml", tmp_path / "openapi.yaml")
+    alone = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert alone.returncode == 0 and "openapi.yaml: 6 operations; no fixtures. All is well." in alone.stdout
+    shutil.copytree(LIBRARY / "fixtures", tmp_path / "fixtures")
+    both = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert both.returncode == 0 and "fixtures: 1 files, 1 collections, 5 items" in both.stdout, both.stdout
 
 
 def test_validate_lists_every_problem(write, tmp_path):
@@ -48,7 +67,7 @@ def test_serve_answers_on_its_port_and_says_where():
         first = proc.stderr.readline()
     assert len(page["data"]) == 1 and page["hasMore"] is True
     origin = f"http://127.0.0.1:{port}"
-    assert first.startswith(f"mockserver: serving spec/kindgi.yaml on {origin}")
+    assert first.startswith(f"mockserver: serving {KINDGI_SPEC} on {origin}")
     assert f"dashboard {origin}/__mock/" in first and f"docs {origin}/__mock/docs" in first
 
 

@@ -97,3 +97,34 @@ def test_preferences_combine_and_unknown_ones_are_ignored(write):
     generated = client.get("/pets/x", headers={"Prefer": "dynamic=true; wait=5"})
     assert body(generated) not in ({"id": "p1", "name": "Tom", "kind": "cat"}, {"id": "p2", "name": "Rex", "kind": "dog"})
 
+
+
+NO_SUCCESS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /gone:
+    get:
+      responses: {'405': {description: not here}}
+  /broken:
+    get:
+      responses:
+        5XX:
+          description: always failing
+          content: {application/json: {example: {reason: down}}}
+        4XX:
+          description: refused
+          content:
+            application/json:
+              schema: {type: object, required: [reason], properties: {reason: {type: string}}}
+"""
+
+
+def test_an_operation_without_success_answers_one_of_its_declared_responses(write):
+    """Only `405`, or only `4XX`/`5XX`: the answer is that response (a range as its first code), never a 500
+    for an undeclared 200."""
+    client = create_app(write("spec.yaml", NO_SUCCESS)).test_client()
+    gone = client.get("/gone")
+    assert gone.status_code == 405 and gone.data == b""
+    broken = client.get("/broken")
+    assert broken.status_code == 400 and isinstance(body(broken)["reason"], str)

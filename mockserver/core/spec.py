@@ -107,9 +107,16 @@ class Operation:
     @cached_property
     def success_status(self) -> int:
         """The status a normal answer takes: the lowest declared 2xx, else the lowest 3xx (a redirect-only
-        operation), else 200 (for a bare `2XX` or only `default`)."""
-        codes = sorted(int(s) for s in self.responses if s.isdigit() and int(s) < 400)
-        return next((c for c in codes if 200 <= c < 300), codes[0] if codes else 200)  # else a 3xx, as declared
+        operation), else 200 (for a bare `2XX` or `default`); an operation that declares no success at all (only
+        `405`, or only `4XX`) answers its lowest declared status, a range as its first code (`4XX` as 400), since
+        an undeclared 200 would break its own contract."""
+        codes = sorted(int(s) for s in self.responses if s.isdigit())
+        successes = [c for c in codes if c < 400]
+        if successes:
+            return next((c for c in successes if 200 <= c < 300), successes[0])  # else a 3xx, as declared
+        if "2XX" in self.responses or "default" in self.responses:
+            return 200
+        return min(codes + [range_status(key) for key in self.responses if key.endswith("XX")], default=200)
 
     @property
     def declared_statuses(self) -> list[str]:
@@ -384,6 +391,11 @@ class SpecIndex:
             headers[name] = Header(name, bool(header.get("required")), schema, kinds, examples)
         return Response(status, str(node.get("description", "")), headers,
                         self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)
+
+
+def range_status(key: str) -> int:
+    """The concrete status a range key is served as: `4XX` as 400, `5XX` as 500."""
+    return int(key[0]) * 100
 
 
 def _shown(value: Any) -> str:

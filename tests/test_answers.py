@@ -128,3 +128,101 @@ def test_an_operation_without_success_answers_one_of_its_declared_responses(writ
     assert gone.status_code == 405 and gone.data == b""
     broken = client.get("/broken")
     assert broken.status_code == 400 and isinstance(body(broken)["reason"], str)
+
+
+EXAMPLES_FIRST = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /ping:
+    get:
+      responses:
+        '200': {description: ok, content: {text/plain: {schema: {type: string, example: pong}}}}
+  /bees:
+    get:
+      parameters: [{name: n, in: query, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [honey]
+                properties:
+                  honey: {type: string, example: killer bees}
+                  queen: {type: string, default: Beatrix}
+                  hives: {type: integer, minimum: 1}
+                  note: {type: [string, 'null']}
+"""
+
+
+def test_static_answers_are_the_description_s_examples_with_every_property(write):
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST)).test_client()
+    ping = client.get("/ping")
+    assert ping.content_type.startswith("text/plain") and ping.data == b"pong"
+    for n in range(10):
+        bees = body(client.get(f"/bees?n={n}"))
+        assert bees["honey"] == "killer bees" and bees["queen"] == "Beatrix"
+        assert bees["hives"] >= 1 and isinstance(bees["note"], str)
+
+
+def test_prefer_dynamic_varies_examples_and_optional_properties(write):
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST)).test_client()
+    answers = [body(client.get(f"/bees?n={n}", headers={"Prefer": "dynamic=true"})) for n in range(20)]
+    assert {a["honey"] for a in answers} - {"killer bees"}
+    assert any(set(a) != {"honey", "queen", "hives", "note"} for a in answers)
+
+
+PREFERRED = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /things:
+    post:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {type: object}, example: {kept: true}}}}
+        '201':
+          description: made
+          content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string}}}}}
+        '503': {description: down, content: {text/plain: {schema: {type: string}, example: service unavailable}}}
+  /anything:
+    get:
+      responses:
+        default:
+          description: whatever happens
+          content: {application/json: {schema: {type: object, properties: {m: {type: string}}}}}
+  /ranged:
+    get:
+      responses:
+        '200': {description: ok}
+        4XX: {description: refused}
+"""
+
+
+def test_prefer_code_picks_any_declared_response_successes_included(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    made = client.post("/things", headers={"Prefer": "code=201"})
+    assert made.status_code == 201 and isinstance(body(made)["id"], str)
+    assert body(client.post("/things", headers={"Prefer": "code=200"})) == {"kept": True}
+    down = client.post("/things", headers={"Prefer": "code=503"})
+    assert down.status_code == 503 and down.content_type.startswith("text/plain")
+    assert down.data == b"service unavailable"
+    refused = client.post("/things", headers={"Prefer": "code=404"})
+    assert refused.status_code == 400 and body(refused)["details"]["declared"] == ["200", "201", "503"]
+
+
+def test_prefer_code_reaches_statuses_under_default_and_ranges(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    assert client.get("/anything", headers={"Prefer": "code=401"}).status_code == 401
+    assert client.get("/anything", headers={"Prefer": "code=201"}).status_code == 201
+    assert client.get("/ranged", headers={"Prefer": "code=4XX"}).status_code == 400
+    assert client.get("/ranged", headers={"Prefer": "code=409"}).status_code == 409
+    assert client.get("/ranged", headers={"Prefer": "code=5XX"}).status_code == 400
+
+
+def test_prefer_example_of_an_answer_without_named_examples_is_400(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    refused = client.post("/things", headers={"Prefer": "code=201, example=big"})
+    assert refused.status_code == 400 and body(refused)["details"]["examples"] == []
+    assert body(client.post("/things", headers={"Prefer": "example=example"})) == {"kept": True}

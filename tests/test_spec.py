@@ -164,7 +164,7 @@ def test_a_slightly_malformed_description_is_served_with_warnings(write):
     spec = write("spec.yaml", ODD)
     app = create_app(spec)
     client = app.test_client()
-    assert isinstance(body(client.get("/a"))["n"], int)
+    assert body(client.get("/a")) == {"n": 7}
     assert client.post("/b", json="anything").status_code == 204
     warnings = {w.pointer: w for w in app.extensions["mockserver"].pipeline.warnings if w.rule == "ignored"}
     assert set(warnings) == {

@@ -27,7 +27,7 @@ from .router import Router
 from .rules import Context
 from .scenarios import Effect, ScenarioError, Scenarios, declared_message
 from .schemas import instance_pointer, iter_errors
-from .spec import Header, Operation, SpecIndex
+from .spec import Header, Operation, SpecIndex, range_status
 
 log = logging.getLogger("mockserver")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -222,8 +222,8 @@ class Pipeline:
             caller = self.auth.authenticate(op, request)
             valid = self.validators[op.id].validate(request, match.path_params)
             prefer = parse_prefer(request.header("prefer"))
-            if "code" in prefer:
-                raise self._preferred_error(op, prefer["code"])
+            if "code" in prefer and (preferred := self._preferred_error(op, prefer["code"])) is not None:
+                raise preferred
             effect = self.scenarios.effect(op, match.path_params, query, request, bearer_token(request))
             if effect is not None and effect.error is not None:
                 raise effect.error
@@ -271,28 +271,28 @@ class Pipeline:
             media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
             return Answer(effect.status, effect.body, media.name if media else None, "scenario",
                           dict(effect.headers))
-        response = op.response(op.success_status)
+        status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status
+        response = op.response(status)
         media = negotiate(response.content, request.header("accept")) if response else None
         if "example" in prefer:
-            answer = self.answers.from_example(op, media, prefer["example"])
+            answer = self.answers.from_example(op, media, prefer["example"], status)
             if answer:
                 return answer
-        if prefer.get("dynamic") != "true":
-            answer = self.answers.from_fixture(op, ctx, media) or self.answers.from_example(op, media)
+        dynamic = prefer.get("dynamic") == "true"
+        if not dynamic:
+            answer = ((self.answers.from_fixture(op, ctx, media) if status == op.success_status else None)
+                      or self.answers.from_example(op, media, status=status))
             if answer:
                 return answer
-        return self.answers.generated(op, media, f"{request.method} {request.path}?{request.query_string}")
+        return self.answers.generated(op, media, f"{request.method} {request.path}?{request.query_string}",
+                                      status=status, static=not dynamic)
 
-    def _preferred_error(self, op: Operation, code: str) -> MockError:
-        if not code.isdigit() or not op.declares(int(code)):
-            declared = ", ".join(op.declared_statuses)
-            return MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
-                             details={"preferred": code, "declared": op.declared_statuses})
-        status = int(code)
-        if status < 400:
-            return MockError(400, f"Prefer: code={code} asks for a success; only error statuses can be forced",
-                             details={"preferred": code})
-        return MockError(status, declared_message(op, status), details={"preferred": status})
+    def _preferred_error(self, op: Operation, code: str) -> MockError | None:
+        """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
+        that response's example or generated body); of a status the operation does not declare: 400."""
+        status = _preferred_status(op, code)
+        return MockError(status, declared_message(op, status), details={"preferred": status}) if status >= 400 \
+            else None
 
     def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
         """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
@@ -307,6 +307,19 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
+
+
+def _preferred_status(op: Operation, code: str) -> int:
+    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
+    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
+    upper = code.upper()
+    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
+        return range_status(upper)
+    if code.isdigit() and op.declares(int(code)):
+        return int(code)
+    declared = ", ".join(op.declared_statuses)
+    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
+                    details={"preferred": code, "declared": op.declared_statuses})
 
 
 def _error_status(key: str) -> int | None:

@@ -102,7 +102,10 @@ class Operation:
                 or self.responses.get("default"))
 
     def declares(self, status: int) -> bool:
-        return str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
+        """Whether an answer with this status keeps to the description: its code, its range (`4XX`), or any
+        HTTP status when a `default` is declared."""
+        return (str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
+                or (100 <= status <= 599 and "default" in self.responses))
 
     @cached_property
     def success_status(self) -> int:
@@ -308,7 +311,8 @@ class SpecIndex:
             param = self._parameter(raw, pointer_uri(item_uri, "parameters", index))
             if param:
                 parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
-        for index, raw in enumerate(self._list(node.get("parameters"), pointer_uri(uri, "parameters"), "parameters")):
+        own = self._list(node.get("parameters"), pointer_uri(uri, "parameters"), "parameters")
+        for index, raw in enumerate(own):
             param = self._parameter(raw, pointer_uri(uri, "parameters", index))
             if param:
                 parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param

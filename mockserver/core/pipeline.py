@@ -118,7 +118,7 @@ class Pipeline:
         if header.schema is None:
             return "1"
         rng = self.answers.rng(f"{op.id}|{header.name}")
-        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng))
+        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng, static=True))
 
     def _load_scenarios(self) -> list[Problem]:
         problems = []
@@ -186,10 +186,12 @@ class Pipeline:
                                             f"fit {op.id} {key}: {error.message}", str(error.validator), line))
                     continue
                 body = next(iter(media.examples.values()), None) if media.examples else None
+                example = body is not None
                 if body is None:
                     rng = self.answers.rng(f"{op.id}|{key}|error")
-                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng)
-                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid)
+                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng, static=True)
+                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid,
+                                            example=example)
         return problems
 
     # -- request path --------------------------------------------------------------------------------------

@@ -53,7 +53,16 @@ class ValidRequest:
         return values.get(name.lower() if location == "header" else name)
 
 
-def bad_input(violations: list[Violation]) -> MockError:
+def invalid_request_status(op: Operation) -> int:
+    """The status an invalid request gets, as the description chooses it: 400 where it declares one (or `4XX`),
+    else 422 where it declares that (FastAPI's `HTTPValidationError`, rendered in that response's schema), else
+    400 (in the envelope)."""
+    if "400" in op.responses or "4XX" in op.responses:
+        return 400
+    return 422 if "422" in op.responses else 400
+
+
+def bad_input(violations: list[Violation], status: int = 400) -> MockError:
     first = violations[0]
     if first.location == "body":
         where = "request body"
@@ -62,7 +71,7 @@ def bad_input(violations: list[Violation]) -> MockError:
     else:
         where = f"the {first.location}"
     more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-    return MockError(400, f"{where}: {first.message}{more}",
+    return MockError(status, f"{where}: {first.message}{more}",
                      details={"violations": [v.as_dict() for v in violations]})
 
 
@@ -99,6 +108,7 @@ class RequestValidator:
 
     def __init__(self, op: Operation, resolve: Resolve) -> None:
         self.op = op
+        self.invalid_status = invalid_request_status(op)
         self.params: list[_Param] = []
         for p in op.parameters:
             if p.location == "header" and p.name.lower() in _SKIPPED_HEADERS:
@@ -130,7 +140,8 @@ class RequestValidator:
         violations: list[Violation] = []
         query = request.query()
         if query is None:
-            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")])
+            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")],
+                            self.invalid_status)
         cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():
@@ -151,7 +162,7 @@ class RequestValidator:
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
         if violations or body_violations:
-            raise bad_input(violations + body_violations)
+            raise bad_input(violations + body_violations, self.invalid_status)
         return result
 
     def _checked(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:

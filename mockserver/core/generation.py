@@ -527,8 +527,32 @@ class SchemaGenerator:
             if fallback is _MISSING:
                 fallback = value
         if fallback is not _MISSING:
-            return fallback
+            return self._exclusive(fallback, choice, flat, run)
         raise error or GenerationError(f"{choice.kind} at {choice.loc.where} has no branches")
+
+    def _exclusive(self, value: Any, choice: _Choice, flat: list[_Loc], run: _Run) -> Any:
+        """A `oneOf` value that fits several branches (object shapes that do not forbid each other's properties:
+        `{name, meow?}` and `{name, bark?}`) made to fit one: a property another branch declares, and this value
+        lacks, set to null (or a text, a number), which that branch refuses and the others take as an extra. As
+        it is, if nothing makes it exclusive (the branches are the same), and the response check has the last
+        word."""
+        if not isinstance(value, dict):
+            return value
+        branches = choice.loc.schema[choice.kind]
+        for i, branch in enumerate(branches):
+            parts: list[_Loc] = []
+            try:
+                self._expand(choice.loc.child(branch, f"{choice.kind}/{i}"), 0, parts, [])
+            except GenerationError:
+                continue
+            for name in _merge(parts, choice.loc.where).props:
+                if name in value:
+                    continue
+                for filler in (None, "", 0):
+                    candidate = {**value, name: filler}
+                    if self._matches_one(candidate, choice, run) and self._valid(candidate, flat, run):
+                        return candidate
+        return value
 
     def _discriminator(self, choice: _Choice, branch: Any) -> list[_Loc]:
         """Pin the discriminator property to the value that selects `branch`."""

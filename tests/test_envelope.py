@@ -107,7 +107,9 @@ paths:
       parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
       responses:
         '200': {description: ok, content: {application/json: {schema: {type: object}}}}
-        default: {description: an error, content: {application/json: {schema: {$ref: '#/components/schemas/ClientError'}}}}
+        default:
+          description: an error
+          content: {application/json: {schema: {$ref: '#/components/schemas/ClientError'}}}
 """
 
 

@@ -226,3 +226,31 @@ def test_prefer_example_of_an_answer_without_named_examples_is_400(write):
     refused = client.post("/things", headers={"Prefer": "code=201, example=big"})
     assert refused.status_code == 400 and body(refused)["details"]["examples"] == []
     assert body(client.post("/things", headers={"Prefer": "example=example"})) == {"kept": True}
+
+
+HEADERS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /n:
+    get:
+      responses:
+        '200':
+          description: ok
+          headers:
+            nonce: {schema: {type: string}, example: abc}
+            X-Rate-Left: {schema: {type: integer, example: 41}}
+            X-Unexampled: {schema: {type: string}}
+          content: {application/json: {schema: {type: object}}}
+    head:
+      responses:
+        '200': {description: ok, headers: {nonce: {schema: {type: string}, example: abc}}}
+"""
+
+
+def test_declared_headers_with_examples_are_sent(write):
+    client = create_app(write("spec.yaml", HEADERS)).test_client()
+    got = client.get("/n")
+    assert got.headers["nonce"] == "abc" and got.headers["X-Rate-Left"] == "41"
+    assert "X-Unexampled" not in got.headers
+    assert client.head("/n").headers["nonce"] == "abc"

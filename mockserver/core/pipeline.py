@@ -100,14 +100,16 @@ class Pipeline:
     # -- start-up checks -----------------------------------------------------------------------------------
     def _declared_header_values(self) -> dict[tuple[str, int], dict[str, str]]:
         """Values for the headers each response must carry (`Retry-After` on a 503), from the description's
-        examples or defaults, else generated: fixed at start-up."""
+        examples or defaults, else generated, and for the optional ones it gives an example of (a `nonce` with
+        `example: abc`), as Prism sends them: fixed at start-up."""
         values: dict[tuple[str, int], dict[str, str]] = {}
         for op in self.spec.operations.values():
             for status, response in op.responses.items():
                 if not status.isdigit():
                     continue
                 for header in response.headers.values():
-                    if not header.required or header.name.lower() == self.request_id_header.lower():
+                    if not (header.required or header.examples) or \
+                            header.name.lower() == self.request_id_header.lower():
                         continue
                     values.setdefault((op.id, int(status)), {})[header.name] = self._header_example(op, header)
         return values

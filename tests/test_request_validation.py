@@ -125,3 +125,59 @@ def test_an_invalid_request_gets_the_status_the_description_declares_for_it(writ
     assert client.get("/both?limit=many").status_code == 400
     neither = client.get("/neither?limit=many")
     assert neither.status_code == 400 and body(neither)["details"]["violations"][0]["parameter"] == "limit"
+
+
+OBJECTS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /spread:
+    get:
+      parameters:
+        - {name: page, in: query, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /flat:
+    get:
+      parameters:
+        - {name: pagination, in: query, style: form, explode: false, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /deep:
+    get:
+      parameters:
+        - {name: filter, in: query, style: deepObject, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /color/{rgb}:
+    get:
+      parameters:
+        - name: rgb
+          in: path
+          required: true
+          explode: true
+          schema: {type: object, properties: {R: {type: integer}, G: {type: integer}}}
+      responses: {'204': {description: ok}}
+components:
+  schemas:
+    Page:
+      type: object
+      additionalProperties: false
+      properties: {offset: {type: integer, minimum: 0}, limit: {type: integer, maximum: 100}, kind: {type: string}}
+"""
+
+
+@pytest.mark.parametrize("url, status", [
+    ("/spread?offset=1&limit=2", 204), ("/spread", 204), ("/spread?offset=1&limit=200", 400),
+    ("/flat?pagination=offset,0,limit,123", 400), ("/flat?pagination=offset,0,limit,12,kind,x", 204),
+    ("/flat?pagination=offset,0,limit", 400), ("/flat?pagination=offset,x", 400),
+    ("/deep?filter[offset]=3&filter[kind]=a", 204), ("/deep?filter[offset]=-1", 400),
+    ("/color/R=100,G=200", 204), ("/color/R=x", 400),
+])
+def test_object_parameters_are_read_by_their_style(write, url, status):
+    """Form objects spread over the query (`explode: true`) or as name,value pairs (`explode: false`), deepObject
+    and simple objects in a path are read, coerced and checked property by property."""
+    response = create_app(write("spec.yaml", OBJECTS)).test_client().get(url)
+    assert response.status_code == status, response.data
+
+
+def test_a_violation_inside_an_object_parameter_points_at_its_property(write):
+    response = create_app(write("spec.yaml", OBJECTS)).test_client().get("/flat?pagination=offset,0,limit,123")
+    assert violation(response)["pointer"] == "/limit" and violation(response)["rule"] == "maximum"

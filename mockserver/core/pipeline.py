@@ -3,6 +3,7 @@ match route → check auth → validate request → pick the answer → paginate
 Any stage may raise a MockError; it is rendered once, at the end, into the API's envelope."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -28,6 +29,7 @@ from .rules import Context
 from .scenarios import Effect, ScenarioError, Scenarios, declared_message
 from .schemas import instance_pointer, iter_errors
 from .spec import Header, Operation, SpecIndex, range_status
+from .xml_body import XmlWriter, is_xml
 
 log = logging.getLogger("mockserver")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -71,6 +73,7 @@ class Pipeline:
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret), seed=self.options.seed)
         self.header_values = self._declared_header_values()
+        self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.options.journal_size, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations)
@@ -270,6 +273,19 @@ class Pipeline:
 
     def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
                 effect: Effect | None) -> Answer:
+        """The answer, and for an XML media type its body written as XML along the response's schema (the
+        payload stays the value the response check reads)."""
+        answer = self._pick(op, ctx, prefer, request, effect)
+        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
+            return answer
+        response = op.response(answer.status)
+        media = response.content.get(answer.media_type or "") if response else None
+        schema = media.schema if media else None
+        body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
+        return dataclasses.replace(answer, body=body)
+
+    def _pick(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+              effect: Effect | None) -> Answer:
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
             media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
@@ -342,7 +358,12 @@ def serialize(payload: Any, media_type: str | None) -> bytes:
         return payload
     if media_type and "json" not in media_type and isinstance(payload, str):
         return payload.encode()
+    if is_xml(media_type):
+        return _PLAIN_XML.write(payload, None, "")
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_PLAIN_XML = XmlWriter(None)
 
 
 def _text(value: Any) -> str:

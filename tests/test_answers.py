@@ -254,3 +254,81 @@ def test_declared_headers_with_examples_are_sent(write):
     assert got.headers["nonce"] == "abc" and got.headers["X-Rate-Left"] == "41"
     assert "X-Unexampled" not in got.headers
     assert client.head("/n").headers["nonce"] == "abc"
+
+
+COHERENT = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /dags/{dag_id}:
+    get:
+      parameters: [{name: dag_id, in: path, required: true, schema: {type: string}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Dag'}}}}
+  /pets/{petId}:
+    get:
+      parameters: [{name: petId, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, required: [id], properties: {id: {type: integer}, name: {type: string}}}
+  /dags:
+    get:
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, default: 50}}
+        - {name: offset, in: query, schema: {type: integer}}
+        - {name: owner, in: query, schema: {type: string}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [dags, total_entries]
+                properties:
+                  dags: {type: array, items: {$ref: '#/components/schemas/Dag'}}
+                  total_entries: {type: integer}
+  /pools:
+    post:
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+      responses:
+        '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+components:
+  schemas:
+    Dag:
+      type: object
+      required: [dag_id]
+      properties: {dag_id: {type: string}, owner: {type: string}, is_paused: {type: boolean}}
+    Pool:
+      type: object
+      required: [name, slots]
+      properties:
+        name: {type: string}
+        slots: {type: integer, minimum: 0}
+        occupied_slots: {type: integer, readOnly: true}
+"""
+
+
+def test_generated_answers_echo_the_request(write):
+    """No fixtures, no examples: the id asked for is the id answered, a query filter is what the items carry,
+    and a created resource is what was sent."""
+    client = create_app(write("spec.yaml", COHERENT)).test_client()
+    assert body(client.get("/dags/tutorial"))["dag_id"] == "tutorial"
+    assert body(client.get("/pets/42"))["id"] == 42
+    for name, slots in (("p1", 4), ("p2", 9)):
+        pool = body(client.post("/pools", json={"name": name, "slots": slots}))
+        assert (pool["name"], pool["slots"]) == (name, slots)
+    listed = body(client.get("/dags?owner=ann"))
+    assert listed["dags"] and {d["owner"] for d in listed["dags"]} == {"ann"}
+
+
+def test_a_generated_list_is_as_long_as_limit_asks_and_stable(write):
+    client = create_app(write("spec.yaml", COHERENT)).test_client()
+    page = client.get("/dags?limit=3&offset=0")
+    assert len(body(page)["dags"]) == 3
+    assert client.get("/dags?limit=3&offset=0").data == page.data  # the same total for the same request
+    assert len(body(client.get("/dags"))["dags"]) == 50  # the parameter's default
+    assert len(body(client.get("/dags?limit=1000"))["dags"]) == 100  # a page at most

@@ -86,7 +86,7 @@ def test_xml_is_answered_as_xml_with_the_schema_s_names(write):
     import xml.etree.ElementTree as ET
 
     client = create_app(write("spec.yaml", XML)).test_client()
-    answer = client.get("/pets/1", headers={"Accept": "application/xml"})
+    answer = client.get("/pets/7", headers={"Accept": "application/xml"})
     assert answer.status_code == 200 and answer.content_type == "application/xml"
     pet = ET.fromstring(answer.data)
     assert pet.tag == "{urn:zoo}pet" and pet.get("id") == "7"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .documents import pointer_join, unescape_token
+from .echo import Echo
 from .envelope import fill
 from .errors import MockError, Problem
 from .fixtures import Collection, FixtureSet, Located
@@ -18,7 +19,9 @@ from .generation import GenerationError, SchemaGenerator
 from .negotiation import negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery, page_names, to_json
+from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
+from .schema_walk import SchemaWalk
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
 from .write_only import WriteOnly
@@ -86,6 +89,7 @@ class Answers:
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
+        self.echo = Echo(SchemaWalk(spec.docs.resolve))
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: dict[tuple[str, str, str], Answer] = {}
@@ -279,10 +283,10 @@ class Answers:
         return Answer(status, self._examples[where][chosen], media.name, "example") if chosen is not None else None
 
     def generated(self, op: Operation, media: MediaType | None, key: str, *, status: int | None = None,
-                  static: bool = True) -> Answer:
-        """Data made up from the schema (static: its examples first, every optional property; else varied), the
-        same for the same seed and request: so once it has been made and checked (`remember`), it is served
-        again as it was."""
+                  static: bool = True, request: ValidRequest | None = None) -> Answer:
+        """Data made up from the schema (static: its examples first, every optional property; else varied), made
+        to agree with the `request` (`echo.py`), the same for the same seed and request: so once it has been
+        made and checked (`remember`), it is served again as it was."""
         status = op.success_status if status is None else status
         if media is None or media.schema is None:
             return Answer(status, None, media.name if media else None, "generated")
@@ -295,16 +299,22 @@ class Answers:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
             for attempt in range(GENERATION_ATTEMPTS):
-                payload, _ = self.write_only.cut(
-                    self.generator.generate(media.schema.node, media.schema.uri, self.rng(f"{key}|{attempt}"),
-                                            static=static),
-                    media.schema.node, media.schema.uri)
+                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static)
                 if media.schema.validator.is_valid(payload):
                     break
+            if request is not None:
+                def make_item(node: Any, uri: str, index: int) -> Any:
+                    return self._made(node, uri, f"{key}|item|{index}", static)
+                payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri,
+                                          media.schema.validator.is_valid, request, make_item)
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
         return Answer(status, payload, media.name, "generated", key=identity)
+
+    def _made(self, node: Any, uri: str, key: str, static: bool) -> Any:
+        """A value generated for a schema, without its `writeOnly` properties."""
+        return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
         """Keep a generated answer that passed the response check, serialised (bounded)."""

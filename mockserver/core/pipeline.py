@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -304,8 +305,8 @@ class Pipeline:
                       or self.answers.from_example(op, media, status=status))
             if answer:
                 return answer
-        return self.answers.generated(op, media, f"{request.method} {request.path}?{request.query_string}",
-                                      status=status, static=not dynamic)
+        key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
+        return self.answers.generated(op, media, key, status=status, static=not dynamic, request=ctx.request)
 
     def _preferred_error(self, op: Operation, code: str) -> MockError | None:
         """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves

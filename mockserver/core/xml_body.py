@@ -8,10 +8,10 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from .schema_walk import SchemaWalk
 from .schemas import Resolve
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
-_MAX_DEPTH = 32  # of `$ref`s followed for one part of a value (a loop of refs stops there)
 
 
 def is_xml(media_type: str | None) -> bool:
@@ -36,47 +36,15 @@ class XmlWriter:
     values written without a schema)."""
 
     def __init__(self, resolve: Resolve | None) -> None:
-        self._resolve = resolve
+        self._walk = SchemaWalk(resolve)
 
     def write(self, value: Any, schema: Any, uri: str) -> bytes:
-        node, uri = self._deref(schema, uri)
+        node, uri = self._walk.deref(schema, uri)
         ref = schema.get("$ref") if isinstance(schema, dict) else None
         default = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and "/" in ref else "root"
         root = self._element(None, _xml(node).get("name", default), node)
         self._fill(root, value, node, uri)
         return ET.tostring(root, encoding="utf-8", xml_declaration=True)
-
-    def _deref(self, node: Any, uri: str) -> tuple[Any, str]:
-        for _ in range(_MAX_DEPTH):
-            if self._resolve is None or not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
-                break
-            node, uri = self._resolve(node["$ref"], uri)
-        return node, uri
-
-    def _parts(self, node: Any, uri: str, depth: int = 0) -> list[tuple[dict[str, Any], str]]:
-        """The schema and those it is made of (`allOf`, `oneOf`, `anyOf`, through `$ref`s), where properties and
-        items may be declared."""
-        node, uri = self._deref(node, uri)
-        if not isinstance(node, dict) or depth > _MAX_DEPTH:
-            return []
-        found = [(node, uri)]
-        for key in ("allOf", "oneOf", "anyOf"):
-            for index, sub in enumerate(node.get(key) or []):
-                found += self._parts(sub, f"{uri}/{key}/{index}", depth + 1)
-        return found
-
-    def _property(self, node: Any, uri: str, name: str) -> tuple[Any, str]:
-        for part, part_uri in self._parts(node, uri):
-            props = part.get("properties")
-            if isinstance(props, dict) and name in props:
-                return self._deref(props[name], f"{part_uri}/properties/{name}")
-        return None, uri
-
-    def _items(self, node: Any, uri: str) -> tuple[Any, str]:
-        for part, part_uri in self._parts(node, uri):
-            if isinstance(part.get("items"), dict):
-                return self._deref(part["items"], f"{part_uri}/items")
-        return None, uri
 
     def _element(self, parent: ET.Element | None, name: str, node: Any) -> ET.Element:
         xml = _xml(node)
@@ -89,7 +57,7 @@ class XmlWriter:
     def _fill(self, element: ET.Element, value: Any, node: Any, uri: str) -> None:
         if isinstance(value, dict):
             for key, sub in value.items():
-                sub_node, sub_uri = self._property(node, uri, key)
+                sub_node, sub_uri = self._walk.property(node, uri, key)
                 xml = _xml(sub_node)
                 name = str(xml.get("name", key))
                 if xml.get("attribute") and not isinstance(sub, (dict, list)):
@@ -97,7 +65,7 @@ class XmlWriter:
                 else:
                     self._child(element, name, sub, sub_node, sub_uri)
         elif isinstance(value, list):  # a list at the root: its items inside the root element
-            item_node, item_uri = self._items(node, uri)
+            item_node, item_uri = self._walk.items(node, uri)
             for item in value:
                 self._fill(self._element(element, str(_xml(item_node).get("name", "item")), item_node), item,
                            item_node, item_uri)
@@ -110,7 +78,7 @@ class XmlWriter:
         if not isinstance(value, list):
             self._fill(self._element(parent, name, node), value, node, uri)
             return
-        item_node, item_uri = self._items(node, uri)
+        item_node, item_uri = self._walk.items(node, uri)
         holder = self._element(parent, name, node) if _xml(node).get("wrapped") else parent
         for item in value:
             self._fill(self._element(holder, str(_xml(item_node).get("name", name)), item_node), item, item_node,

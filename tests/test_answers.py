@@ -332,3 +332,10 @@ def test_a_generated_list_is_as_long_as_limit_asks_and_stable(write):
     assert client.get("/dags?limit=3&offset=0").data == page.data  # the same total for the same request
     assert len(body(client.get("/dags"))["dags"]) == 50  # the parameter's default
     assert len(body(client.get("/dags?limit=1000"))["dags"]) == 100  # a page at most
+
+
+def test_a_limit_inside_an_object_parameter_sizes_the_list(write):
+    spec = COHERENT.replace("        - {name: limit, in: query, schema: {type: integer, default: 50}}\n",
+                            "        - {name: page, in: query, schema: {type: object, properties: {limit: {type: integer}}}}\n")
+    client = create_app(write("spec.yaml", spec)).test_client()
+    assert len(body(client.get("/dags?limit=4"))["dags"]) == 4

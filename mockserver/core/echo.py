@@ -65,7 +65,11 @@ class Echo:
     def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], request: ValidRequest,
                make_item: MakeItem) -> Any:
         """The answer's list (the answer itself, or its first list-valued property) as long as `limit` asks."""
-        limit = next((value for name, value in request.query.items()
+        asked = dict(request.query)
+        for value in request.query.values():  # an object parameter's properties (`page: {limit: 3}`) count too
+            if isinstance(value, dict):
+                asked.update(value)
+        limit = next((value for name, value in asked.items()
                       if _norm(name) in LIMIT_NAMES and isinstance(value, int) and not isinstance(value, bool)), None)
         found = next(iter(_lists(payload)), None)
         if limit is None or found is None:

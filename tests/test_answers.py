@@ -335,7 +335,7 @@ def test_a_generated_list_is_as_long_as_limit_asks_and_stable(write):
 
 
 def test_a_limit_inside_an_object_parameter_sizes_the_list(write):
-    spec = COHERENT.replace("        - {name: limit, in: query, schema: {type: integer, default: 50}}\n",
-                            "        - {name: page, in: query, schema: {type: object, properties: {limit: {type: integer}}}}\n")
+    page = "{name: page, in: query, schema: {type: object, properties: {limit: {type: integer}}}}"
+    spec = COHERENT.replace("{name: limit, in: query, schema: {type: integer, default: 50}}", page)
     client = create_app(write("spec.yaml", spec)).test_client()
     assert len(body(client.get("/dags?limit=4"))["dags"]) == 4

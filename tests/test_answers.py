@@ -97,3 +97,245 @@ def test_preferences_combine_and_unknown_ones_are_ignored(write):
     generated = client.get("/pets/x", headers={"Prefer": "dynamic=true; wait=5"})
     assert body(generated) not in ({"id": "p1", "name": "Tom", "kind": "cat"}, {"id": "p2", "name": "Rex", "kind": "dog"})
 
+
+
+NO_SUCCESS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /gone:
+    get:
+      responses: {'405': {description: not here}}
+  /broken:
+    get:
+      responses:
+        5XX:
+          description: always failing
+          content: {application/json: {example: {reason: down}}}
+        4XX:
+          description: refused
+          content:
+            application/json:
+              schema: {type: object, required: [reason], properties: {reason: {type: string}}}
+"""
+
+
+def test_an_operation_without_success_answers_one_of_its_declared_responses(write):
+    """Only `405`, or only `4XX`/`5XX`: the answer is that response (a range as its first code), never a 500
+    for an undeclared 200."""
+    client = create_app(write("spec.yaml", NO_SUCCESS)).test_client()
+    gone = client.get("/gone")
+    assert gone.status_code == 405 and gone.data == b""
+    broken = client.get("/broken")
+    assert broken.status_code == 400 and isinstance(body(broken)["reason"], str)
+
+
+EXAMPLES_FIRST = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /ping:
+    get:
+      responses:
+        '200': {description: ok, content: {text/plain: {schema: {type: string, example: pong}}}}
+  /bees:
+    get:
+      parameters: [{name: n, in: query, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [honey]
+                properties:
+                  honey: {type: string, example: killer bees}
+                  queen: {type: string, default: Beatrix}
+                  hives: {type: integer, minimum: 1}
+                  note: {type: [string, 'null']}
+"""
+
+
+def test_static_answers_are_the_description_s_examples_with_every_property(write):
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST)).test_client()
+    ping = client.get("/ping")
+    assert ping.content_type.startswith("text/plain") and ping.data == b"pong"
+    for n in range(10):
+        bees = body(client.get(f"/bees?n={n}"))
+        assert bees["honey"] == "killer bees" and bees["queen"] == "Beatrix"
+        assert bees["hives"] >= 1 and isinstance(bees["note"], str)
+
+
+def test_prefer_dynamic_varies_examples_and_optional_properties(write):
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST)).test_client()
+    answers = [body(client.get(f"/bees?n={n}", headers={"Prefer": "dynamic=true"})) for n in range(20)]
+    assert {a["honey"] for a in answers} - {"killer bees"}
+    assert any(set(a) != {"honey", "queen", "hives", "note"} for a in answers)
+
+
+PREFERRED = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /things:
+    post:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {type: object}, example: {kept: true}}}}
+        '201':
+          description: made
+          content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string}}}}}
+        '503': {description: down, content: {text/plain: {schema: {type: string}, example: service unavailable}}}
+  /anything:
+    get:
+      responses:
+        default:
+          description: whatever happens
+          content: {application/json: {schema: {type: object, properties: {m: {type: string}}}}}
+  /ranged:
+    get:
+      responses:
+        '200': {description: ok}
+        4XX: {description: refused}
+"""
+
+
+def test_prefer_code_picks_any_declared_response_successes_included(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    made = client.post("/things", headers={"Prefer": "code=201"})
+    assert made.status_code == 201 and isinstance(body(made)["id"], str)
+    assert body(client.post("/things", headers={"Prefer": "code=200"})) == {"kept": True}
+    down = client.post("/things", headers={"Prefer": "code=503"})
+    assert down.status_code == 503 and down.content_type.startswith("text/plain")
+    assert down.data == b"service unavailable"
+    refused = client.post("/things", headers={"Prefer": "code=404"})
+    assert refused.status_code == 400 and body(refused)["details"]["declared"] == ["200", "201", "503"]
+
+
+def test_prefer_code_reaches_statuses_under_default_and_ranges(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    assert client.get("/anything", headers={"Prefer": "code=401"}).status_code == 401
+    assert client.get("/anything", headers={"Prefer": "code=201"}).status_code == 201
+    assert client.get("/ranged", headers={"Prefer": "code=4XX"}).status_code == 400
+    assert client.get("/ranged", headers={"Prefer": "code=409"}).status_code == 409
+    assert client.get("/ranged", headers={"Prefer": "code=5XX"}).status_code == 400
+
+
+def test_prefer_example_of_an_answer_without_named_examples_is_400(write):
+    client = create_app(write("spec.yaml", PREFERRED)).test_client()
+    refused = client.post("/things", headers={"Prefer": "code=201, example=big"})
+    assert refused.status_code == 400 and body(refused)["details"]["examples"] == []
+    assert body(client.post("/things", headers={"Prefer": "example=example"})) == {"kept": True}
+
+
+HEADERS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /n:
+    get:
+      responses:
+        '200':
+          description: ok
+          headers:
+            nonce: {schema: {type: string}, example: abc}
+            X-Rate-Left: {schema: {type: integer, example: 41}}
+            X-Unexampled: {schema: {type: string}}
+          content: {application/json: {schema: {type: object}}}
+    head:
+      responses:
+        '200': {description: ok, headers: {nonce: {schema: {type: string}, example: abc}}}
+"""
+
+
+def test_declared_headers_with_examples_are_sent(write):
+    client = create_app(write("spec.yaml", HEADERS)).test_client()
+    got = client.get("/n")
+    assert got.headers["nonce"] == "abc" and got.headers["X-Rate-Left"] == "41"
+    assert "X-Unexampled" not in got.headers
+    assert client.head("/n").headers["nonce"] == "abc"
+
+
+COHERENT = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /dags/{dag_id}:
+    get:
+      parameters: [{name: dag_id, in: path, required: true, schema: {type: string}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Dag'}}}}
+  /pets/{petId}:
+    get:
+      parameters: [{name: petId, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, required: [id], properties: {id: {type: integer}, name: {type: string}}}
+  /dags:
+    get:
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, default: 50}}
+        - {name: offset, in: query, schema: {type: integer}}
+        - {name: owner, in: query, schema: {type: string}}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [dags, total_entries]
+                properties:
+                  dags: {type: array, items: {$ref: '#/components/schemas/Dag'}}
+                  total_entries: {type: integer}
+  /pools:
+    post:
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+      responses:
+        '201': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+components:
+  schemas:
+    Dag:
+      type: object
+      required: [dag_id]
+      properties: {dag_id: {type: string}, owner: {type: string}, is_paused: {type: boolean}}
+    Pool:
+      type: object
+      required: [name, slots]
+      properties:
+        name: {type: string}
+        slots: {type: integer, minimum: 0}
+        occupied_slots: {type: integer, readOnly: true}
+"""
+
+
+def test_generated_answers_echo_the_request(write):
+    """No fixtures, no examples: the id asked for is the id answered, a query filter is what the items carry,
+    and a created resource is what was sent."""
+    client = create_app(write("spec.yaml", COHERENT)).test_client()
+    assert body(client.get("/dags/tutorial"))["dag_id"] == "tutorial"
+    assert body(client.get("/pets/42"))["id"] == 42
+    for name, slots in (("p1", 4), ("p2", 9)):
+        pool = body(client.post("/pools", json={"name": name, "slots": slots}))
+        assert (pool["name"], pool["slots"]) == (name, slots)
+    listed = body(client.get("/dags?owner=ann"))
+    assert listed["dags"] and {d["owner"] for d in listed["dags"]} == {"ann"}
+
+
+def test_a_generated_list_is_as_long_as_limit_asks_and_stable(write):
+    client = create_app(write("spec.yaml", COHERENT)).test_client()
+    page = client.get("/dags?limit=3&offset=0")
+    assert len(body(page)["dags"]) == 3
+    assert client.get("/dags?limit=3&offset=0").data == page.data  # the same total for the same request
+    assert len(body(client.get("/dags"))["dags"]) == 50  # the parameter's default
+    assert len(body(client.get("/dags?limit=1000"))["dags"]) == 100  # a page at most
+
+
+def test_a_limit_inside_an_object_parameter_sizes_the_list(write):
+    page = "{name: page, in: query, schema: {type: object, properties: {limit: {type: integer}}}}"
+    spec = COHERENT.replace("{name: limit, in: query, schema: {type: integer, default: 50}}", page)
+    client = create_app(write("spec.yaml", spec)).test_client()
+    assert len(body(client.get("/dags?limit=4"))["dags"]) == 4

@@ -42,3 +42,33 @@ def test_api_key_and_open_operations(library):
     assert library.get("/api/v2/books").status_code == 401
     assert library.get("/api/v2/books", headers={"X-Api-Key": "reader-key"}).status_code == 200
     assert library.get("/api/v2/books/latest").status_code == 200  # `security: []`
+
+
+SCHEMES = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+components:
+  securitySchemes:
+    digest: {type: http, scheme: digest}
+    basic: {type: http, scheme: basic}
+    key: {type: apiKey, in: header, name: X-Key}
+    bearer: {type: http, scheme: bearer}
+paths:
+  /digest: {get: {security: [{digest: []}], responses: {'200': {description: ok}}}}
+  /basic: {get: {security: [{basic: []}], responses: {'200': {description: ok}}}}
+  /key: {get: {security: [{key: []}], responses: {'200': {description: ok}}}}
+  /either: {get: {security: [{bearer: []}, {key: []}], responses: {'200': {description: ok}}}}
+"""
+DIGEST = 'Digest username="ada", realm="mock", nonce="n", uri="/digest", response="6629fae49393a05397450978507c4ef1"'
+
+
+def test_each_scheme_takes_its_own_credentials_and_challenges_in_its_own_words(write):
+    client = create_app(write("spec.yaml", SCHEMES)).test_client()
+    assert client.get("/digest", headers={"Authorization": DIGEST}).status_code == 200
+    refused = client.get("/digest", headers={"Authorization": "Bearer t"})
+    assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith('Digest realm="mock"')
+    assert "nonce=" in refused.headers["WWW-Authenticate"]
+    assert client.get("/basic").headers["WWW-Authenticate"] == 'Basic realm="mock"'
+    assert client.get("/key").headers["WWW-Authenticate"] == 'ApiKey realm="mock", in="header", name="X-Key"'
+    assert client.get("/either").headers["WWW-Authenticate"] == (
+        'Bearer realm="mock", ApiKey realm="mock", in="header", name="X-Key"')

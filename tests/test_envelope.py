@@ -85,3 +85,43 @@ def test_rfc_7807_where_the_description_declares_no_error_body(write):
     problem = body(plain)
     assert problem["status"] == 400 and problem["title"] == "Bad Request" and SAYS in problem["detail"]
     assert problem["details"]["violations"][0]["parameter"] == "n"
+
+
+OWN_DEFAULT = """\
+openapi: 3.0.0
+info: {title: t, version: '1'}
+security: [{bearer: []}]
+components:
+  securitySchemes: {bearer: {type: http, scheme: bearer}}
+  schemas:
+    ClientError:
+      type: object
+      properties:
+        type: {type: string, enum: [error]}
+        status: {type: integer}
+        code: {type: string, enum: [bad_request, unauthorized, not_found]}
+        message: {type: string}
+paths:
+  /files/{id}:
+    get:
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {type: object}}}}
+        default:
+          description: an error
+          content: {application/json: {schema: {$ref: '#/components/schemas/ClientError'}}}
+"""
+
+
+def test_the_mock_s_own_errors_fit_a_declared_default_schema_status_by_status(write):
+    """Box declares its errors only under `default`, with `type: error` and an enum of codes: the mock's 401 and
+    400 come in that schema, each with its own status and code and the mock's message."""
+    client = create_app(write("spec.yaml", OWN_DEFAULT)).test_client()
+    anonymous = client.get("/files/1")
+    assert anonymous.status_code == 401 and anonymous.content_type == "application/json"
+    error = body(anonymous)
+    assert (error["type"], error["status"], error["code"]) == ("error", 401, "unauthorized")
+    assert "missing Authorization header" in error["message"]
+    invalid = body(client.get("/files/x", headers={"Authorization": "Bearer t"}))
+    assert (invalid["type"], invalid["status"], invalid["code"]) == ("error", 400, "bad_request")
+    assert "'x' is not of type 'integer'" in invalid["message"]

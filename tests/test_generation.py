@@ -128,14 +128,14 @@ def validator_for(doc: dict[str, Any]) -> Draft202012Validator:
                                 format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
-def generate_all(schema: Any, seeds=SEEDS, max_depth: int = 5) -> list[Any]:
+def generate_all(schema: Any, seeds=SEEDS, max_depth: int = 5, static: bool = False) -> list[Any]:
     """Generate one value per seed and assert each validates and is JSON-serialisable."""
     doc = document(schema)
     gen = SchemaGenerator(resolver(doc), max_depth=max_depth)
     validator = validator_for(doc)
     values = []
     for seed in seeds:
-        value = gen.generate(doc["x-test"], BASE, random.Random(seed))
+        value = gen.generate(doc["x-test"], BASE, random.Random(seed), static=static)
         errors = [e.message for e in validator.iter_errors(value)]
         assert not errors, (seed, value, errors)
         json.dumps(value)
@@ -229,9 +229,10 @@ FORMATS = ["uuid", "date-time", "date", "time", "email", "uri", "url", "uri-refe
            "byte", "binary", "password", "made-up-format"]
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 @pytest.mark.parametrize("name", SCHEMAS)
-def test_values_validate(name: str) -> None:
-    generate_all(SCHEMAS[name])
+def test_values_validate(name: str, static: bool) -> None:
+    generate_all(SCHEMAS[name], static=static)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -404,3 +405,56 @@ def test_false_names_the_location() -> None:
     doc = document({"type": "object", "required": ["a"], "properties": {"a": False}})
     with pytest.raises(GenerationError, match="properties/a"):
         SchemaGenerator(resolver(doc)).generate(doc["x-test"], BASE, random.Random(0))
+
+
+def test_static_values_are_the_schema_s_examples_first() -> None:
+    """Static (the mock's default): `example`, then `examples`, then `default`, the first that fits, every time."""
+    assert set(generate_all(SCHEMAS["with examples"], static=True)) == {"abc"}
+    fitting = generate_all({"type": "string", "maxLength": 3, "examples": ["far too long", "ok"]}, static=True)
+    assert set(fitting) == {"ok"}
+    assert set(generate_all({"type": "integer", "default": 3}, static=True)) == {3}
+    person = {"type": "object", "required": ["honey"],
+              "properties": {"honey": {"type": "string", "example": "killer bees"},
+                             "hive": {"type": "integer", "minimum": 1}, "queen": {"type": "string", "default": "Bea"},
+                             "nick": {"type": ["string", "null"]}}}
+    for value in generate_all(person, seeds=range(20), static=True):
+        assert value["honey"] == "killer bees" and value["queen"] == "Bea"
+        assert value["hive"] >= 1 and isinstance(value["nick"], str)  # optional: present; nullable: not null
+
+
+def test_static_values_leave_out_optional_recursion_and_keep_arrays_short() -> None:
+    tree = {"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"}, "parent": ref("Node"),
+                           "kids": {"type": "array", "items": ref("Node")},
+                           "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2}}}
+    doc = document(tree)
+    doc["components"]["schemas"]["Node"] = tree
+    gen = SchemaGenerator(resolver(doc))
+    for seed in range(5):
+        value = gen.generate(ref("Node"), BASE, random.Random(seed), static=True)
+        assert set(value) == {"name", "tags"} and len(value["tags"]) == 2
+
+
+def test_a_wide_deep_static_value_stays_bounded() -> None:
+    """Every optional property of a wide schema nested deep would be thousands of values: a static answer stops
+    adding optional properties past a budget, and stays valid."""
+    level: Any = {"type": "string"}
+    for _ in range(5):
+        level = {"type": "object", "properties": {f"p{i}": copy.deepcopy(level) for i in range(8)}}
+    [value] = generate_all(level, seeds=[0], static=True)
+    assert 50 < len(json.dumps(value)) < 40_000
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("shapes", [
+    [{"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "meow": {"type": "boolean"}}},
+     {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "bark": {"type": "boolean"}}}],
+    [{"type": "object", "properties": {"a": {"type": "string"}}},
+     {"type": "object", "properties": {"b": {"type": "integer"}}}],
+], ids=["pets", "optional only"])
+def test_oneof_of_overlapping_object_shapes_fits_exactly_one(shapes: list[Any], static: bool) -> None:
+    """Neither shape forbids the other's properties, so most values fit both: the value is made to fit one (the
+    other branch's property it lacks is null, which that branch refuses)."""
+    branches = [Draft202012Validator(b) for b in shapes]
+    for value in generate_all({"oneOf": shapes}, seeds=range(20), static=static):  # validates the oneOf too
+        assert sum(b.is_valid(value) for b in branches) == 1

@@ -47,3 +47,52 @@ def test_answers_follow_accept(write):
     assert csv.content_type == "text/csv" and csv.data == b"a,b\n1,2\n"
     refused = client.get("/report", headers={"Accept": "application/xml"})
     assert refused.status_code == 406 and body(refused)["code"] == "not-acceptable"
+
+
+XML = """\
+openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /pets/{id}:
+    get:
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json: {schema: {$ref: '#/components/schemas/Pet'}}
+            application/xml: {schema: {$ref: '#/components/schemas/Pet'}}
+        '404':
+          description: nope
+          content: {application/xml: {schema: {type: object, properties: {message: {type: string}}}}}
+components:
+  schemas:
+    Pet:
+      type: object
+      xml: {name: pet, prefix: z, namespace: 'urn:zoo'}
+      required: [id, name]
+      properties:
+        id: {type: integer, example: 7, xml: {attribute: true}}
+        name: {type: string, example: Tom & Jerry}
+        photoUrls:
+          type: array
+          xml: {wrapped: true}
+          items: {type: string, example: 'http://x/1.png', xml: {name: photoUrl}}
+        tags: {type: array, items: {type: object, xml: {name: tag}, properties: {label: {type: string, example: cute}}}}
+"""
+
+
+def test_xml_is_answered_as_xml_with_the_schema_s_names(write):
+    import xml.etree.ElementTree as ET
+
+    client = create_app(write("spec.yaml", XML)).test_client()
+    answer = client.get("/pets/7", headers={"Accept": "application/xml"})
+    assert answer.status_code == 200 and answer.content_type == "application/xml"
+    pet = ET.fromstring(answer.data)
+    assert pet.tag == "{urn:zoo}pet" and pet.get("id") == "7"
+    assert pet.findtext("name") == "Tom & Jerry"
+    assert [u.text for u in pet.find("photoUrls")] == ["http://x/1.png"]
+    assert [t.findtext("label") for t in pet.findall("tag")] == ["cute"]
+    assert body(client.get("/pets/1"))["name"] == "Tom & Jerry"  # JSON still first
+    missing = client.get("/pets/1", headers={"Accept": "application/xml", "Prefer": "code=404"})
+    assert missing.content_type == "application/xml" and ET.fromstring(missing.data).findtext("status") == "404"

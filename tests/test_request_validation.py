@@ -2,6 +2,7 @@
 import pytest
 
 from conftest import body
+from mockserver import create_app
 
 KEY = {"X-Api-Key": "reader-key"}
 
@@ -76,3 +77,107 @@ def test_missing_body_and_wrong_content_type(library):
     response = library.post("/api/v2/books", data="x", content_type="text/plain", headers=KEY)
     assert response.status_code == 415
     assert body(response)["details"]["accepted"] == ["application/json"]
+
+
+FASTAPI = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /pools/{name}:
+    get:
+      parameters: [{name: name, in: path, required: true, schema: {type: string}},
+                   {name: limit, in: query, schema: {type: integer}}]
+      responses:
+        '200': {description: ok}
+        '422':
+          description: Validation Error
+          content: {application/json: {schema: {$ref: '#/components/schemas/HTTPValidationError'}}}
+  /both:
+    get:
+      parameters: [{name: limit, in: query, schema: {type: integer}}]
+      responses: {'200': {description: ok}, '400': {description: bad}, '422': {description: unprocessable}}
+  /neither:
+    get:
+      parameters: [{name: limit, in: query, schema: {type: integer}}]
+      responses: {'200': {description: ok}}
+components:
+  schemas:
+    HTTPValidationError:
+      type: object
+      properties:
+        detail:
+          type: array
+          items:
+            type: object
+            required: [loc, msg, type]
+            properties: {loc: {type: array, items: {type: string}}, msg: {type: string}, type: {type: string}}
+"""
+
+
+def test_an_invalid_request_gets_the_status_the_description_declares_for_it(write):
+    """FastAPI services declare 422 (HTTPValidationError) and no 400: the mock answers 422 in that schema, with
+    its message; a declared 400 wins; with neither, 400 in the envelope."""
+    client = create_app(write("spec.yaml", FASTAPI)).test_client()
+    fastapi = client.get("/pools/p1?limit=many")
+    assert fastapi.status_code == 422
+    [detail] = body(fastapi)["detail"]
+    assert "'many' is not of type 'integer'" in detail["msg"] and isinstance(detail["loc"], list)
+    assert client.get("/both?limit=many").status_code == 400
+    neither = client.get("/neither?limit=many")
+    assert neither.status_code == 400 and body(neither)["details"]["violations"][0]["parameter"] == "limit"
+
+
+OBJECTS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /spread:
+    get:
+      parameters:
+        - {name: page, in: query, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /flat:
+    get:
+      parameters:
+        - {name: pagination, in: query, style: form, explode: false, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /deep:
+    get:
+      parameters:
+        - {name: filter, in: query, style: deepObject, schema: {$ref: '#/components/schemas/Page'}}
+      responses: {'204': {description: ok}}
+  /color/{rgb}:
+    get:
+      parameters:
+        - name: rgb
+          in: path
+          required: true
+          explode: true
+          schema: {type: object, properties: {R: {type: integer}, G: {type: integer}}}
+      responses: {'204': {description: ok}}
+components:
+  schemas:
+    Page:
+      type: object
+      additionalProperties: false
+      properties: {offset: {type: integer, minimum: 0}, limit: {type: integer, maximum: 100}, kind: {type: string}}
+"""
+
+
+@pytest.mark.parametrize("url, status", [
+    ("/spread?offset=1&limit=2", 204), ("/spread", 204), ("/spread?offset=1&limit=200", 400),
+    ("/flat?pagination=offset,0,limit,123", 400), ("/flat?pagination=offset,0,limit,12,kind,x", 204),
+    ("/flat?pagination=offset,0,limit", 400), ("/flat?pagination=offset,x", 400),
+    ("/deep?filter[offset]=3&filter[kind]=a", 204), ("/deep?filter[offset]=-1", 400),
+    ("/color/R=100,G=200", 204), ("/color/R=x", 400),
+])
+def test_object_parameters_are_read_by_their_style(write, url, status):
+    """Form objects spread over the query (`explode: true`) or as name,value pairs (`explode: false`), deepObject
+    and simple objects in a path are read, coerced and checked property by property."""
+    response = create_app(write("spec.yaml", OBJECTS)).test_client().get(url)
+    assert response.status_code == status, response.data
+
+
+def test_a_violation_inside_an_object_parameter_points_at_its_property(write):
+    response = create_app(write("spec.yaml", OBJECTS)).test_client().get("/flat?pagination=offset,0,limit,123")
+    assert violation(response)["pointer"] == "/limit" and violation(response)["rule"] == "maximum"

@@ -1,4 +1,7 @@
 """Bad descriptions stop start-up with one clear problem each (file, line, pointer); legal recursion is served."""
+import subprocess
+import sys
+
 import pytest
 
 from conftest import body
@@ -128,3 +131,50 @@ components:
     warnings = [w for w in app.extensions["mockserver"].pipeline.warnings if w.rule == "properties-ref"]
     assert [(w.pointer, w.line) for w in warnings] == [
         ("/paths/~1droplets/delete/requestBody/content/application~1json/schema/properties/$ref", 14)]
+
+
+ODD = HEAD + """\
+paths:
+  /a:
+    get:
+      security: [bearer]
+      responses:
+        '200':
+          description: ok
+          content:
+            description: ok
+            application/json:
+              schema: {type: object, required: [n], properties: {n: {type: integer, example: 7}}}
+          headers:
+            X-Stray: just a string
+        description: not a status
+        x-extension: {fine: true}
+  /b:
+    parameters: not a list
+    post:
+      requestBody: {content: {application/json: {schema: integer}}}
+      responses: {'204': {description: done, content: []}}
+"""
+
+
+def test_a_slightly_malformed_description_is_served_with_warnings(write):
+    """Stray keys inside `content`, a header or schema written as a string, a key of `responses` that is no
+    status: each is left out with a warning naming file, line and pointer (Prism tolerates them); the rest is
+    served, and `validate` says so without a traceback."""
+    spec = write("spec.yaml", ODD)
+    app = create_app(spec)
+    client = app.test_client()
+    assert body(client.get("/a")) == {"n": 7}
+    assert client.post("/b", json="anything").status_code == 204
+    warnings = {w.pointer: w for w in app.extensions["mockserver"].pipeline.warnings if w.rule == "ignored"}
+    assert set(warnings) == {
+        "/paths/~1a/get/security/0", "/paths/~1a/get/responses/200/content/description",
+        "/paths/~1a/get/responses/200/headers/X-Stray", "/paths/~1a/get/responses/description",
+        "/paths/~1b/parameters", "/paths/~1b/post/requestBody/content/application~1json/schema",
+        "/paths/~1b/post/responses/204/content"}
+    stray = warnings["/paths/~1a/get/responses/200/content/description"]
+    assert stray.line == 11 and stray.file == str(spec) and "must be a mapping" in stray.message
+    result = subprocess.run([sys.executable, "-m", "mockserver", "validate", "--spec", str(spec)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "spec.yaml:11: /paths/~1a/get/responses/200/content/description" in result.stderr

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .documents import pointer_join, unescape_token
+from .echo import Echo
 from .envelope import fill
 from .errors import MockError, Problem
 from .fixtures import Collection, FixtureSet, Located
@@ -18,7 +19,9 @@ from .generation import GenerationError, SchemaGenerator
 from .negotiation import negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery, page_names, to_json
+from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
+from .schema_walk import SchemaWalk
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
 from .write_only import WriteOnly
@@ -86,11 +89,13 @@ class Answers:
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
+        self.echo = Echo(SchemaWalk(spec.docs.resolve))
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: dict[tuple[str, str, str], Answer] = {}
         self.warnings: list[Problem] = []
-        self._examples: dict[tuple[str, str], dict[str, Any]] = {}  # as served: without `writeOnly` properties
+        # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
+        self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
@@ -224,56 +229,68 @@ class Answers:
                               dict(answer.headers), answer.origin)
         return None
 
-    def _check_examples(self) -> dict[tuple[str, str], str]:
-        """The first example of each success answer that fits its own schema; one that does not is left out of
-        the answers (said once, as a warning naming its place) and the answer is generated instead. Asked for
-        by name (`Prefer: example=`), it is still served, and the response check says what it breaks. Examples
-        lose their `writeOnly` properties, with a warning, as answers must not carry them."""
-        usable: dict[tuple[str, str], str] = {}
+    def _check_examples(self) -> dict[tuple[str, str, str], str]:
+        """The first example of each answer (any declared response: `Prefer: code=` may ask for one) that fits its
+        own schema; one that does not is left out of the answers (said once, as a warning naming its place) and
+        the answer is generated instead. Asked for by name (`Prefer: example=`), it is still served, and the
+        response check says what it breaks. Examples lose their `writeOnly` properties, with a warning, as
+        answers must not carry them."""
+        usable: dict[tuple[str, str, str], str] = {}
         for op in self.spec.operations.values():
-            response = op.response(op.success_status)
-            for media in (response.content.values() if response else []):
-                served = self._examples.setdefault((op.id, media.name), {})
-                for name, value in media.examples.items():
-                    if media.schema is None:
-                        served[name] = value
-                        usable.setdefault((op.id, media.name), name)
-                        continue
-                    value, cut = self.write_only.cut(value, media.schema.node, media.schema.uri)
-                    served[name] = value
-                    file, line, pointer = self.spec.docs.location(media.schema.uri)
-                    if cut:
-                        self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} has writeOnly "
-                                                     f"properties ({', '.join(cut)}); they are not served", "writeOnly",
-                                                     line))
-                    error = next(iter_errors(media.schema.validator, value), None)
-                    if error is None:
-                        usable.setdefault((op.id, media.name), name)
-                        continue
-                    self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
-                                                 f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
-                                                 "served unless asked for", str(error.validator), line))
+            for key, response in op.responses.items():
+                for media in response.content.values():
+                    where = (op.id, key, media.name)
+                    served = self._examples.setdefault(where, {})
+                    for name, value in media.examples.items():
+                        served[name], fits = self._served_example(op, media, name, value)
+                        if fits:
+                            usable.setdefault(where, name)
         return usable
 
-    def from_example(self, op: Operation, media: MediaType | None, name: str | None = None) -> Answer | None:
-        status = op.success_status
-        if media is None or not media.examples:
-            return None
-        if name is not None:
-            if name not in media.examples:
-                raise MockError(400, f"no example {name!r} for {op.id}; it has: " + ", ".join(media.examples),
-                                details={"examples": list(media.examples)})
-            return Answer(status, self._examples[(op.id, media.name)][name], media.name, "example")
-        usable = self._usable.get((op.id, media.name))
-        return Answer(status, self._examples[(op.id, media.name)][usable], media.name, "example") \
-            if usable is not None else None
+    def _served_example(self, op: Operation, media: MediaType, name: str, value: Any) -> tuple[Any, bool]:
+        """The example as served (without `writeOnly` properties), and whether it fits its schema."""
+        if media.schema is None:
+            return value, True
+        value, cut = self.write_only.cut(value, media.schema.node, media.schema.uri)
+        file, line, pointer = self.spec.docs.location(media.schema.uri)
+        if cut:
+            self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} has writeOnly "
+                                         f"properties ({', '.join(cut)}); they are not served", "writeOnly", line))
+        error = next(iter_errors(media.schema.validator, value), None)
+        if error is not None:
+            self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
+                                         f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
+                                         "served unless asked for", str(error.validator), line))
+        return value, error is None
 
-    def generated(self, op: Operation, media: MediaType | None, key: str) -> Answer:
-        """Data made up from the schema, the same for the same seed and request: so once it has been made and
-        checked (`remember`), it is served again as it was."""
-        status = op.success_status
+    def from_example(self, op: Operation, media: MediaType | None, name: str | None = None,
+                     status: int | None = None) -> Answer | None:
+        """The first usable example of the answer with `status` (the success, unless `Prefer: code=` asks for
+        another); a named one (`Prefer: example=`) that the answer lacks is a 400 listing those it has, none
+        included."""
+        status = op.success_status if status is None else status
+        examples = media.examples if media else {}
+        if name is not None and name not in examples:
+            has = ", ".join(examples) or "none"
+            raise MockError(400, f"no example {name!r} for {op.id} {status}; it has: {has}",
+                            details={"examples": list(examples)})
+        if media is None or not examples:
+            return None
+        response = op.response(status)
+        assert response is not None  # media comes from it
+        where = (op.id, response.status, media.name)
+        chosen = name if name is not None else self._usable.get(where)
+        return Answer(status, self._examples[where][chosen], media.name, "example") if chosen is not None else None
+
+    def generated(self, op: Operation, media: MediaType | None, key: str, *, status: int | None = None,
+                  static: bool = True, request: ValidRequest | None = None) -> Answer:
+        """Data made up from the schema (static: its examples first, every optional property; else varied), made
+        to agree with the `request` (`echo.py`), the same for the same seed and request: so once it has been
+        made and checked (`remember`), it is served again as it was."""
+        status = op.success_status if status is None else status
         if media is None or media.schema is None:
             return Answer(status, None, media.name if media else None, "generated")
+        key = f"{key}|{status}|{'static' if static else 'dynamic'}"
         identity = (op.id, media.name, key)
         known = self._generated.get(identity)
         if known is not None:
@@ -282,15 +299,22 @@ class Answers:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
             for attempt in range(GENERATION_ATTEMPTS):
-                payload, _ = self.write_only.cut(
-                    self.generator.generate(media.schema.node, media.schema.uri, self.rng(f"{key}|{attempt}")),
-                    media.schema.node, media.schema.uri)
+                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static)
                 if media.schema.validator.is_valid(payload):
                     break
+            if request is not None:
+                def make_item(node: Any, uri: str, index: int) -> Any:
+                    return self._made(node, uri, f"{key}|item|{index}", static)
+                payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri,
+                                          media.schema.validator.is_valid, request, make_item)
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
         return Answer(status, payload, media.name, "generated", key=identity)
+
+    def _made(self, node: Any, uri: str, key: str, static: bool) -> Any:
+        """A value generated for a schema, without its `writeOnly` properties."""
+        return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
         """Keep a generated answer that passed the response check, serialised (bounded)."""

@@ -16,6 +16,23 @@ from .spec import Operation
 
 _BEARER = re.compile(r"^Bearer +([A-Za-z0-9\-._~+/]+=*) *$", re.IGNORECASE)
 _BASIC = re.compile(r"^Basic +([A-Za-z0-9+/]+=*) *$", re.IGNORECASE)
+_DIGEST_USER = re.compile(r'(?:^|[\s,])username\s*=\s*"([^"]*)"', re.IGNORECASE)
+_REALM = 'realm="mock"'
+
+
+def challenge(scheme: dict[str, Any]) -> str:
+    """The WWW-Authenticate challenge (RFC 9110 §11.6.1) of a security scheme: `Basic realm="mock"` for HTTP
+    basic, `Digest …` with a nonce for digest, `Bearer` for bearer, OAuth 2 and OpenID Connect; an API key has
+    no standard scheme, so it is named with where it goes (`ApiKey realm="mock", in="header", name="X-Key"`)."""
+    kind = str(scheme.get("type", "")).lower()
+    if kind == "apikey":
+        return f'ApiKey {_REALM}, in="{scheme.get("in", "header")}", name="{scheme.get("name", "")}"'
+    if kind == "http":
+        name = str(scheme.get("scheme", "bearer")).lower()
+        if name == "digest":
+            return f'Digest {_REALM}, qop="auth", nonce="{hashlib.sha256(b"mock").hexdigest()[:32]}"'
+        return f"{name.capitalize()} {_REALM}"
+    return f"Bearer {_REALM}"
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,7 @@ class Authenticator:
     def __init__(self, schemes: dict[str, dict[str, Any]], tokens: dict[str, Token], *,
                  default_tenant: str | None = None, strict: bool = False) -> None:
         self.schemes = schemes
+        self.challenges = {name: challenge(scheme) for name, scheme in schemes.items()}
         self.tokens = tokens
         self.default_tenant = default_tenant
         self.strict = strict
@@ -58,24 +76,31 @@ class Authenticator:
             except _Missing as exc:
                 reasons.append(str(exc))
                 continue
-            return self._caller(credentials[0])
+            return self._caller(credentials[0], self._challenge([next(iter(requirement))]))
         raise MockError(401, reasons[0] if len(reasons) == 1 else "; or ".join(reasons),
                         details={"schemes": [sorted(r) for r in op.security]},
-                        headers={"WWW-Authenticate": 'Bearer realm="mock"'})
+                        headers={"WWW-Authenticate": self._challenge([n for r in op.security for n in r])})
 
-    def _caller(self, credential: str) -> Caller:
+    def _challenge(self, names: list[str]) -> str:
+        """One challenge per scheme the operation takes (RFC 9110 allows several in one header), in order."""
+        found = [self.challenges[n] for n in names if n in self.challenges]
+        return ", ".join(dict.fromkeys(found)) or f"Bearer {_REALM}"
+
+    def _caller(self, credential: str, challenged: str = f"Bearer {_REALM}") -> Caller:
         key = hashlib.sha256(credential.encode()).hexdigest()[:16]
         token = self.tokens.get(credential)
+        scheme = challenged.split(" ", 1)[0]
         if token is None:
             if self.strict:
                 raise MockError(401, "the token is not known to this server", details={"reason": "unknown-token"},
-                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+                                headers={"WWW-Authenticate": f'{scheme} error="invalid_token"'})
             return Caller("anonymous", self.default_tenant, False, key)
         if token.expired or token.revoked:
             reason = "expired" if token.expired else "revoked"
             raise MockError(401, f"the token has {reason}" if token.expired else "the token was revoked",
                             details={"reason": f"{reason}-token"},
-                            headers={"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{reason}"'})
+                            headers={"WWW-Authenticate": f'{scheme} error="invalid_token", '
+                                                         f'error_description="{reason}"'})
         return Caller(token.caller, token.tenant, True, key)
 
     def _credential_or_none(self, request: MockRequest) -> str | None:
@@ -91,7 +116,19 @@ class Authenticator:
                 raise _Missing(f"missing API key {name!r} in the {where}")
             return value
         header = request.header("authorization")
-        if kind == "http" and str(scheme.get("scheme", "")).lower() == "basic":
+        http_scheme = str(scheme.get("scheme", "bearer")).lower() if kind == "http" else "bearer"
+        if http_scheme == "digest":
+            user = _DIGEST_USER.search(header or "") if (header or "").lower().startswith("digest ") else None
+            if user is None or not user.group(1):
+                raise _Missing("missing or malformed Authorization header: expected 'Digest username=\"…\", …'")
+            return user.group(1)
+        if http_scheme not in ("basic", "bearer"):  # any other HTTP scheme (hoba, negotiate, …): its name, then text
+            given, _, rest = (header or "").partition(" ")
+            if given.lower() != http_scheme or not rest.strip():
+                raise _Missing("missing or malformed Authorization header: expected "
+                               f"'{scheme['scheme']} <credentials>'")
+            return rest.strip()
+        if http_scheme == "basic":
             if not header:
                 raise _Missing("missing Authorization header (Basic credentials)")
             m = _BASIC.match(header)

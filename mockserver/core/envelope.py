@@ -71,18 +71,29 @@ _PROBE = "m" * _MAX_MESSAGE
 _MESSAGE_KEYS = ("message", "detail", "error_description", "error_message", "description", "msg", "error")
 
 
+# statuses the mock makes itself (refusals, auth, validation, its own faults, `Prefer: code=`'s usual asks): an
+# API's own error body is fitted to each, at start-up, under the `4XX`/`5XX`/`default` response that covers it
+MOCK_STATUSES = (400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 429, 431, 500, 501, 502, 503, 504)
+_STATUS_KEYS = ("status", "statuscode", "status_code", "httpstatus", "http_status", "code", "error")
+
+
 @dataclass(frozen=True)
 class OwnBody:
-    """An API's own error body, and where its message goes (None: it is served as it is)."""
+    """An API's own error body, and where its message goes (None: it is served as it is); `by_status` holds the
+    body with its status fields (`status: 401`, `code: unauthorized`) set for each status the schema takes."""
 
     media_type: str
     body: Any
-    message_path: list[str] | None
+    message_path: list[Any] | None
+    by_status: dict[int, Any]
 
 
-def _message_paths(body: Any, depth: int = 0) -> Iterator[list[str]]:
+def _message_paths(body: Any, depth: int = 0) -> Iterator[list[Any]]:
     """Strings in an error body that may hold its message, most likely first: `{"message": …}`, then one level
-    down (`{"error": {"message": …}}`)."""
+    down (`{"error": {"message": …}}`, FastAPI's `{"detail": [{"msg": …}]}`)."""
+    if isinstance(body, list) and body and depth <= 1:
+        for path in _message_paths(body[0], depth):
+            yield [0, *path]
     if not isinstance(body, dict) or depth > 1:
         return
     for key in _MESSAGE_KEYS:
@@ -93,11 +104,52 @@ def _message_paths(body: Any, depth: int = 0) -> Iterator[list[str]]:
             yield [key, *path]
 
 
-def _put(value: Any, path: list[str], text: str) -> Any:
+def _status_paths(body: Any, depth: int = 0) -> Iterator[list[str]]:
+    """Scalars in an error body named like its status or code (`status`, `statusCode`, `code`), one level deep."""
+    if not isinstance(body, dict) or depth > 1:
+        return
+    for key, sub in body.items():
+        if isinstance(sub, (str, int)) and not isinstance(sub, bool) and str(key).lower() in _STATUS_KEYS:
+            yield [key]
+        for path in _status_paths(sub, depth + 1):
+            yield [key, *path]
+
+
+def _put(value: Any, path: list[Any], text: Any) -> Any:
     """A copy of `value` with `text` at `path`; what is not on the path is shared."""
     if not path:
         return text
+    if isinstance(value, list):
+        return [_put(value[0], path[1:], text), *value[1:]]
     return {**value, path[0]: _put(value[path[0]], path[1:], text)}
+
+
+def _status_spellings(status: int, key: str) -> list[Any]:
+    """How an error body may spell a status: 404, "404", not_found, not-found, NOT_FOUND, Not Found; a field
+    named `status…` takes the number first, a `code`/`error` the words."""
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else str(status)
+    words = phrase.replace("'", "").replace("-", " ").split()
+    named = ["_".join(words).lower(), "-".join(words).lower(), "_".join(words).upper(), phrase]
+    numbers = [status, str(status)]
+    return numbers + named if "status" in key.lower() else named + numbers
+
+
+def _for_status(body: Any, status: int, fits: Callable[[Any], bool]) -> Any:
+    """The body with each status field set to the status's spelling the schema takes (left as it is if none)."""
+    for path in _status_paths(body):
+        for spelling in _status_spellings(status, str(path[-1])):
+            if type(spelling) is type(dig(body, path)) and fits(candidate := _put(body, path, spelling)):
+                body = candidate
+                break
+    return body
+
+
+def _statuses_under(key: str) -> list[int]:
+    if key.isdigit():
+        return [int(key)]
+    if key == "default":
+        return list(MOCK_STATUSES)
+    return [s for s in MOCK_STATUSES if str(s)[0] == key[0]]
 
 
 def slug(status: int) -> str:
@@ -135,11 +187,16 @@ class ErrorRenderer:
             return self.declared[(op.id, status)]
         return self.codes.get(status) or slug(status)
 
-    def use_description(self, op: Operation, key: str, media_type: str, body: Any, fits: Callable[[Any], bool]) -> None:
+    def use_description(self, op: Operation, key: str, media_type: str, body: Any, fits: Callable[[Any], bool], *,
+                        example: bool = False) -> None:
         """Answer this response's errors with `body`; where one of its strings reads as the message (`message`,
-        `detail`, …) and the schema (`fits`) takes any text there, the mock's own message goes in it."""
+        `detail`, …) and the schema (`fits`) takes any text there, the mock's own message goes in it. Its status
+        fields are set for each status it answers, unless it is the description's own example of that very
+        status (whose code is the API's word: `agent-not-found`)."""
         path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
-        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path)
+        by_status = {} if example and key.isdigit() else {
+            status: _for_status(body, status, fits) for status in _statuses_under(key)}
+        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, by_status)
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
         """The API's own error body for this status, if it takes the place of the envelope; never for the mock's
@@ -154,10 +211,11 @@ class ErrorRenderer:
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
         own = self._own(error.status, op, error.code)
         if own is not None:
+            fitted = own.by_status.get(error.status, own.body)
             if own.message_path is None:
-                return own.body
+                return fitted
             message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"
-            return _put(own.body, own.message_path, message)
+            return _put(fitted, own.message_path, message)
         return fill(self.template, {
             "code": error.code or self.code(error.status, op),
             "message": error.message,

@@ -4,6 +4,12 @@ Used when a mock has neither a fixture nor an example for a response. Schemas
 follow JSON Schema 2020-12 plus OpenAPI 3.0's `nullable` and boolean exclusive
 bounds. All randomness flows from the caller's `random.Random`, so a seeded
 rng reproduces the same payload.
+
+Two modes, as Prism has them. Static (the mock's default answer): a schema's
+or property's `example`/`examples`/`default` is the value, every optional
+property is present, null only where nothing else fits, arrays as short as
+they may be. Dynamic: examples used now and then, optional properties and
+nulls by chance, arrays of varied length.
 """
 
 from __future__ import annotations
@@ -36,8 +42,11 @@ Resolve = Callable[[str, str], tuple[Any, str]]
 _OPTIONAL_P = 0.6
 # Chance that a nullable value is null (within max_depth; beyond it, null always wins).
 _NULL_P = 0.1
-# Chance of using a schema's own example/default instead of synthesising one.
+# Chance of using a schema's own example/default instead of synthesising one (a static run always does).
 _EXAMPLE_P = 0.5
+# Values a static run makes before it stops adding optional properties: every optional property is present in
+# a static answer, and this keeps a wide schema with deep optional nesting from growing without end.
+_STATIC_BUDGET = 400
 # Retry budgets; generation is cheap, so these trade a little time for validity.
 _ONEOF_TRIES = 5
 _NOT_TRIES = 10
@@ -185,6 +194,8 @@ class _Run:
 
     rng: random.Random
     xeger: _Xeger
+    static: bool = False
+    made: int = 0  # values made so far (a static run stops adding optional properties past _STATIC_BUDGET)
     validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = field(default_factory=dict)
 
 
@@ -323,9 +334,12 @@ def _merge(parts: list[_Loc], where: str) -> _Facets:
             else:
                 keep = {_canonical(v) for v in allowed}
                 f.enum = [v for v in f.enum if _canonical(v) in keep]
+        if "example" in s:
+            f.examples.append(s["example"])
         if isinstance(s.get("examples"), list):
             f.examples.extend(s["examples"])
-        f.examples.extend(s[k] for k in ("example", "default") if k in s)
+        if "default" in s:
+            f.examples.append(s["default"])
         if "not" in s:
             f.nots.append(loc.child(s["not"], "not"))
             negated = s["not"]
@@ -424,16 +438,17 @@ class SchemaGenerator:
             self._made = Faker(self._locale)
         return self._made
 
-    def generate(self, schema: Any, base_uri: str, rng: random.Random) -> Any:
-        """Deterministic for the same schema and rng state."""
+    def generate(self, schema: Any, base_uri: str, rng: random.Random, *, static: bool = False) -> Any:
+        """Deterministic for the same schema and rng state; `static` as the module says."""
         with self._lock:
             self._faker.seed_instance(rng.getrandbits(64))
-            run = _Run(rng, _Xeger(rng))
+            run = _Run(rng, _Xeger(rng), static)
             return self._gen([_Loc(schema, base_uri, (), "#")], run, 0, None)
 
     # -- conjunctions and choices ------------------------------------------------
 
     def _gen(self, parts: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
+        run.made += 1
         flat: list[_Loc] = []
         choices: list[_Choice] = []
         for loc in parts:
@@ -512,8 +527,32 @@ class SchemaGenerator:
             if fallback is _MISSING:
                 fallback = value
         if fallback is not _MISSING:
-            return fallback
+            return self._exclusive(fallback, choice, flat, run)
         raise error or GenerationError(f"{choice.kind} at {choice.loc.where} has no branches")
+
+    def _exclusive(self, value: Any, choice: _Choice, flat: list[_Loc], run: _Run) -> Any:
+        """A `oneOf` value that fits several branches (object shapes that do not forbid each other's properties:
+        `{name, meow?}` and `{name, bark?}`) made to fit one: a property another branch declares, and this value
+        lacks, set to null (or a text, a number), which that branch refuses and the others take as an extra. As
+        it is, if nothing makes it exclusive (the branches are the same), and the response check has the last
+        word."""
+        if not isinstance(value, dict):
+            return value
+        branches = choice.loc.schema[choice.kind]
+        for i, branch in enumerate(branches):
+            parts: list[_Loc] = []
+            try:
+                self._expand(choice.loc.child(branch, f"{choice.kind}/{i}"), 0, parts, [])
+            except GenerationError:
+                continue
+            for name in _merge(parts, choice.loc.where).props:
+                if name in value:
+                    continue
+                for filler in (None, "", 0):
+                    candidate = {**value, name: filler}
+                    if self._matches_one(candidate, choice, run) and self._valid(candidate, flat, run):
+                        return candidate
+        return value
 
     def _discriminator(self, choice: _Choice, branch: Any) -> list[_Loc]:
         """Pin the discriminator property to the value that selects `branch`."""
@@ -621,7 +660,11 @@ class SchemaGenerator:
             if not options:
                 raise GenerationError(f"enum/const at {f.where} has no value of an allowed type")
             return copy.deepcopy(run.rng.choice(options))
-        if f.examples and run.rng.random() < _EXAMPLE_P:
+        if run.static:
+            example = next((e for e in f.examples if self._valid(e, flat, run)), _MISSING)
+            if example is not _MISSING:
+                return copy.deepcopy(example)
+        elif f.examples and run.rng.random() < _EXAMPLE_P:
             example = run.rng.choice(f.examples)
             if self._valid(example, flat, run):
                 return copy.deepcopy(example)
@@ -655,7 +698,8 @@ class SchemaGenerator:
         if not candidates:
             raise GenerationError(f"no JSON type satisfies every subschema at {f.where}")
         concrete = sorted(candidates - {"null"})  # sorted: set order varies between processes
-        if "null" in candidates and (not concrete or depth > self._max_depth or run.rng.random() < _NULL_P):
+        if "null" in candidates and (not concrete or depth > self._max_depth
+                                     or (not run.static and run.rng.random() < _NULL_P)):
             return "null"
         return run.rng.choice(concrete)
 
@@ -775,7 +819,7 @@ class SchemaGenerator:
             lo = f.min_items if f.min_items is not None else min(n_prefix or 1, hi)
         if lo > hi:
             raise GenerationError(f"array at {f.where} cannot satisfy minItems={lo} with at most {hi} items")
-        count = run.rng.randint(lo, hi)
+        count = lo if run.static else run.rng.randint(lo, hi)
         result: list[Any] = []
         seen: set[str] = set()
         for i in range(count):
@@ -796,7 +840,10 @@ class SchemaGenerator:
         minimal = depth > self._max_depth
         names = list(f.required)
         optional = [n for n in f.props if n not in names and all(loc.schema is not False for loc in f.props[n])]
-        if not minimal:
+        if not minimal and run.static:
+            names += [n for n in optional if run.made < _STATIC_BUDGET
+                      and not any(self._circular(loc) for loc in f.props[n])]
+        elif not minimal:
             names += [n for n in optional if run.rng.random() < _OPTIONAL_P]
         # Sources of undeclared keys: each patternProperties regex, and words if additionalProperties allows.
         pattern_makers: list[Callable[[], str]] = [
@@ -830,6 +877,22 @@ class SchemaGenerator:
                 raise GenerationError(f"object at {f.where} requires more properties than maxProperties allows")
             names = names[:f.max_props]
         return {n: self._gen(self._key_parts(n, f), run, depth + 1, n) for n in names}
+
+    def _circular(self, loc: _Loc) -> bool:
+        """Whether an optional property leads straight back to a schema this value is already inside (`parent:
+        {$ref: Node}`, `children: {items: {$ref: Node}}`): a static answer leaves it out, as Prism does, rather
+        than nest it to the depth limit."""
+        schema = loc.schema
+        if not isinstance(schema, dict):
+            return False
+        candidates = [schema, schema.get("items")] + [b for k in ("anyOf", "oneOf") for b in schema.get(k) or []]
+        inside = {key for key, _ in loc.refs}
+        for node in candidates:
+            if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+                target, base = self._resolve(node["$ref"], loc.base)
+                if (id(target), base) in inside:
+                    return True
+        return False
 
     @staticmethod
     def _key_parts(name: str, f: _Facets) -> list[_Loc]:

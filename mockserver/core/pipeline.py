@@ -3,10 +3,12 @@ match route → check auth → validate request → pick the answer → paginate
 Any stage may raise a MockError; it is rendered once, at the end, into the API's envelope."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import uuid
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,8 +29,9 @@ from .router import Router
 from .rules import Context
 from .scenarios import Effect, ScenarioError, Scenarios, declared_message
 from .schemas import instance_pointer, iter_errors
-from .spec import Header, Operation, SpecIndex
+from .spec import Header, Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
+from .xml_body import XmlWriter, is_xml
 
 log = logging.getLogger("mockserver")
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -93,6 +96,7 @@ class Pipeline:
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
                                seed=self.options.seed)
         self.header_values = self._declared_header_values()
+        self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, self.check_scenario_body)
@@ -123,14 +127,16 @@ class Pipeline:
     # -- start-up checks -----------------------------------------------------------------------------------
     def _declared_header_values(self) -> dict[tuple[str, int], dict[str, str]]:
         """Values for the headers each response must carry (`Retry-After` on a 503), from the description's
-        examples or defaults, else generated: fixed at start-up."""
+        examples or defaults, else generated, and for the optional ones it gives an example of (a `nonce` with
+        `example: abc`), as Prism sends them: fixed at start-up."""
         values: dict[tuple[str, int], dict[str, str]] = {}
         for op in self.spec.operations.values():
             for status, response in op.responses.items():
                 if not status.isdigit():
                     continue
                 for header in response.headers.values():
-                    if not header.required or header.name.lower() == self.request_id_header.lower():
+                    if not (header.required or header.examples) or \
+                            header.name.lower() == self.request_id_header.lower():
                         continue
                     values.setdefault((op.id, int(status)), {})[header.name] = self._header_example(op, header)
         return values
@@ -141,7 +147,7 @@ class Pipeline:
         if header.schema is None:
             return "1"
         rng = self.answers.rng(f"{op.id}|{header.name}")
-        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng))
+        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng, static=True))
 
     def _load_scenarios(self) -> list[Problem]:
         problems = []
@@ -208,10 +214,12 @@ class Pipeline:
                                             f"fit {op.id} {key}: {error.message}", str(error.validator), line))
                     continue
                 body = next(iter(media.examples.values()), None) if media.examples else None
+                example = body is not None
                 if body is None:
                     rng = self.answers.rng(f"{op.id}|{key}|error")
-                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng)
-                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid)
+                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng, static=True)
+                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid,
+                                            example=example)
         return problems
 
     # -- request path --------------------------------------------------------------------------------------
@@ -252,8 +260,8 @@ class Pipeline:
             query, caller, valid = resolved.query, resolved.caller, resolved.valid
             assert caller is not None and valid is not None  # resolve raised otherwise
             prefer = parse_prefer(request.header("prefer"))
-            if "code" in prefer:
-                raise self._preferred_error(op, prefer["code"])
+            if "code" in prefer and (preferred := self._preferred_error(op, prefer["code"])) is not None:
+                raise preferred
             effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
                                            session)
             if effect is not None and effect.error is not None:
@@ -343,33 +351,46 @@ class Pipeline:
 
     def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
                 effect: Effect | None) -> Answer:
+        """The answer, and for an XML media type its body written as XML along the response's schema (the
+        payload stays the value the response check reads)."""
+        answer = self._pick(op, ctx, prefer, request, effect)
+        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
+            return answer
+        response = op.response(answer.status)
+        media = response.content.get(answer.media_type or "") if response else None
+        schema = media.schema if media else None
+        body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
+        return dataclasses.replace(answer, body=body)
+
+    def _pick(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+              effect: Effect | None) -> Answer:
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
             media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
             return Answer(effect.status, effect.body, media.name if media else None, "scenario",
                           dict(effect.headers))
-        response = op.response(op.success_status)
+        status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status
+        response = op.response(status)
         media = negotiate(response.content, request.header("accept")) if response else None
         if "example" in prefer:
-            answer = self.answers.from_example(op, media, prefer["example"])
+            answer = self.answers.from_example(op, media, prefer["example"], status)
             if answer:
                 return answer
-        if prefer.get("dynamic") != "true":
-            answer = self.answers.from_fixture(op, ctx, media) or self.answers.from_example(op, media)
+        dynamic = prefer.get("dynamic") == "true"
+        if not dynamic:
+            answer = ((self.answers.from_fixture(op, ctx, media) if status == op.success_status else None)
+                      or self.answers.from_example(op, media, status=status))
             if answer:
                 return answer
-        return self.answers.generated(op, media, f"{request.method} {request.path}?{request.query_string}")
+        key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
+        return self.answers.generated(op, media, key, status=status, static=not dynamic, request=ctx.request)
 
-    def _preferred_error(self, op: Operation, code: str) -> MockError:
-        if not code.isdigit() or not op.declares(int(code)):
-            declared = ", ".join(op.declared_statuses)
-            return MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
-                             details={"preferred": code, "declared": op.declared_statuses})
-        status = int(code)
-        if status < 400:
-            return MockError(400, f"Prefer: code={code} asks for a success; only error statuses can be forced",
-                             details={"preferred": code})
-        return MockError(status, declared_message(op, status), details={"preferred": status})
+    def _preferred_error(self, op: Operation, code: str) -> MockError | None:
+        """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
+        that response's example or generated body); of a status the operation does not declare: 400."""
+        status = _preferred_status(op, code)
+        return MockError(status, declared_message(op, status), details={"preferred": status}) if status >= 400 \
+            else None
 
     def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
         """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
@@ -384,6 +405,19 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
+
+
+def _preferred_status(op: Operation, code: str) -> int:
+    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
+    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
+    upper = code.upper()
+    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
+        return range_status(upper)
+    if code.isdigit() and op.declares(int(code)):
+        return int(code)
+    declared = ", ".join(op.declared_statuses)
+    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
+                    details={"preferred": code, "declared": op.declared_statuses})
 
 
 def _error_status(key: str) -> int | None:
@@ -402,7 +436,12 @@ def serialize(payload: Any, media_type: str | None) -> bytes:
         return payload
     if media_type and "json" not in media_type and isinstance(payload, str):
         return payload.encode()
+    if is_xml(media_type):
+        return _PLAIN_XML.write(payload, None, "")
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_PLAIN_XML = XmlWriter(None)
 
 
 def _text(value: Any) -> str:

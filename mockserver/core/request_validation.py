@@ -53,7 +53,16 @@ class ValidRequest:
         return values.get(name.lower() if location == "header" else name)
 
 
-def bad_input(violations: list[Violation]) -> MockError:
+def invalid_request_status(op: Operation) -> int:
+    """The status an invalid request gets, as the description chooses it: 400 where it declares one (or `4XX`),
+    else 422 where it declares that (FastAPI's `HTTPValidationError`, rendered in that response's schema), else
+    400 (in the envelope)."""
+    if "400" in op.responses or "4XX" in op.responses:
+        return 400
+    return 422 if "422" in op.responses else 400
+
+
+def bad_input(violations: list[Violation], status: int = 400) -> MockError:
     first = violations[0]
     if first.location == "body":
         where = "request body"
@@ -62,7 +71,7 @@ def bad_input(violations: list[Violation]) -> MockError:
     else:
         where = f"the {first.location}"
     more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-    return MockError(400, f"{where}: {first.message}{more}",
+    return MockError(status, f"{where}: {first.message}{more}",
                      details={"violations": [v.as_dict() for v in violations]})
 
 
@@ -92,6 +101,19 @@ class _Param:
     spec: Parameter
     kinds: set[str]
     item_kinds: set[str]
+    props: dict[str, set[str]] = field(default_factory=dict)  # an object's properties and their types
+
+    @property
+    def is_object(self) -> bool:
+        return "object" in self.kinds and "array" not in self.kinds
+
+    @property
+    def spread(self) -> bool:
+        """An object sent as query parameters of its own (`style: form, explode: true`: `?offset=1&limit=2`),
+        or `style: deepObject` (`?page[offset]=1`)."""
+        p = self.spec
+        return self.is_object and p.location == "query" and (p.style == "deepObject" or (
+            p.style == "form" and p.explode))
 
 
 class RequestValidator:
@@ -99,6 +121,7 @@ class RequestValidator:
 
     def __init__(self, op: Operation, resolve: Resolve) -> None:
         self.op = op
+        self.invalid_status = invalid_request_status(op)
         self.params: list[_Param] = []
         for p in op.parameters:
             if p.location == "header" and p.name.lower() in _SKIPPED_HEADERS:
@@ -110,7 +133,11 @@ class RequestValidator:
                 if "array" in kinds:
                     node, uri = items_schema(p.schema.node, p.schema.uri, resolve)
                     item_kinds = schema_types(node, uri, resolve)
-            self.params.append(_Param(p, kinds, item_kinds))
+            param = _Param(p, kinds, item_kinds)
+            if param.is_object and p.schema is not None:
+                param.props = {name: kinds for name, (kinds, _) in
+                               _property_kinds(p.schema.node, p.schema.uri, resolve).items()}
+            self.params.append(param)
         # by location and the key values are kept under (header names in lower case); defaults made once
         self._by_location: dict[str, dict[str, _Param]] = {loc: {} for loc in ("path", "query", "header", "cookie")}
         self._defaults: dict[str, dict[str, Any]] = {loc: {} for loc in self._by_location}
@@ -130,13 +157,15 @@ class RequestValidator:
         violations: list[Violation] = []
         query = request.query()
         if query is None:
-            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")])
+            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")],
+                            self.invalid_status)
         cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():
             target: dict[str, Any] = getattr(result, location)
             for key, param in params.items():
-                raw = _raw(location, param.spec.name, sources, request)
+                raw = self._spread(param, query) if param.spread else _raw(location, param.spec.name, sources,
+                                                                             request)
                 if raw is None:
                     if param.spec.required:
                         violations.append(Violation(param.spec.name, location, "", "required",
@@ -151,8 +180,21 @@ class RequestValidator:
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
         if violations or body_violations:
-            raise bad_input(violations + body_violations)
+            raise bad_input(violations + body_violations, self.invalid_status)
         return result
+
+    def _spread(self, param: _Param, query: dict[str, list[str]]) -> list[str] | None:
+        """An object's properties sent as query parameters of their own, as `name=value` items (None when none
+        is there): `?offset=1&limit=2` for its declared properties (for one that declares none: every query
+        parameter the operation does not declare), or `?page[offset]=1` for a deepObject."""
+        name = param.spec.name
+        if param.spec.style == "deepObject":
+            found = [(key[len(name) + 1:-1], values) for key, values in query.items()
+                     if key.startswith(name + "[") and key.endswith("]")]
+        else:
+            wanted = param.props or {key: set() for key in query if key not in self._by_location["query"]}
+            found = [(key, values) for key, values in query.items() if key in wanted]
+        return [f"{key}={values[-1]}" for key, values in found] or None
 
     def _checked(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:
         """The parsed value and its violations; the same raw value gets the same answer, so it is kept (bounded)."""
@@ -182,6 +224,8 @@ class RequestValidator:
                 return json.loads(raw[-1]), None
             except json.JSONDecodeError as exc:
                 return None, Violation(p.name, p.location, "", "json", f"not valid JSON: {exc.msg}")
+        if param.is_object:
+            return self._object(param, raw)
         if "array" in param.kinds:
             if p.location == "query" and p.explode and p.style == "form":
                 parts = raw
@@ -192,6 +236,22 @@ class RequestValidator:
             return None, Violation(p.name, p.location, "", "repeated",
                                    f"given {len(raw)} times; it takes a single value")
         return coerce(raw[0], param.kinds), None
+
+    def _object(self, param: _Param, raw: list[str]) -> tuple[Any, Violation | None]:
+        """An object parameter by its style: spread (`name=value` items, from `_spread`), exploded simple
+        (`R=100,G=200`), or flat pairs (`R,100,G,200`: form or simple without explode)."""
+        p = param.spec
+        if param.spread:
+            pairs = [item.partition("=")[::2] for item in raw]
+        elif p.explode:
+            pairs = [item.partition("=")[::2] for item in raw[-1].split(",") if item]
+        else:
+            parts = raw[-1].split(DELIMITERS.get(p.style, ",")) if raw[-1] else []
+            if len(parts) % 2:
+                return None, Violation(p.name, p.location, "", "style", f"{raw[-1]!r} is not a list of name,value "
+                                       f"pairs, as style {p.style} without explode sends an object")
+            pairs = list(zip(parts[::2], parts[1::2]))
+        return {key: coerce(value, param.props.get(key, set())) for key, value in pairs}, None
 
     def _body(self, request: MockRequest, violations: list[Violation]) -> Any:
         body = self.op.request_body
@@ -279,10 +339,14 @@ def _with_nulls(validator: Any, value: dict[str, Any], kinds: dict[str, tuple[se
 
 def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:
     """For a form body's schema: each property's types and, for arrays, its items' types."""
-    if media.schema is None:
-        return {}
+    return _property_kinds(media.schema.node, media.schema.uri, resolve) if media.schema is not None else {}
+
+
+def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:
+    """For an object schema (through `$ref`, `allOf`, `anyOf`, `oneOf`): each property's types and, for
+    arrays, its items' types."""
     kinds: dict[str, tuple[set[str], set[str]]] = {}
-    stack = [(media.schema.node, media.schema.uri)]
+    stack = [(schema, schema_uri)]
     while stack:
         node, uri = stack.pop()
         if isinstance(node, dict) and isinstance(node.get("$ref"), str):

@@ -16,6 +16,7 @@ from .errors import LoadError, Problem
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_STATUS_KEY = re.compile(r"^([1-5]\d\d|[1-5]XX)$")
 _DEFAULT_STYLE = {"query": "form", "cookie": "form", "path": "simple", "header": "simple"}
 
 
@@ -101,14 +102,24 @@ class Operation:
                 or self.responses.get("default"))
 
     def declares(self, status: int) -> bool:
-        return str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
+        """Whether an answer with this status keeps to the description: its code, its range (`4XX`), or any
+        HTTP status when a `default` is declared."""
+        return (str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
+                or (100 <= status <= 599 and "default" in self.responses))
 
     @cached_property
     def success_status(self) -> int:
         """The status a normal answer takes: the lowest declared 2xx, else the lowest 3xx (a redirect-only
-        operation), else 200 (for a bare `2XX` or only `default`)."""
-        codes = sorted(int(s) for s in self.responses if s.isdigit() and int(s) < 400)
-        return next((c for c in codes if 200 <= c < 300), codes[0] if codes else 200)  # else a 3xx, as declared
+        operation), else 200 (for a bare `2XX` or `default`); an operation that declares no success at all (only
+        `405`, or only `4XX`) answers its lowest declared status, a range as its first code (`4XX` as 400), since
+        an undeclared 200 would break its own contract."""
+        codes = sorted(int(s) for s in self.responses if s.isdigit())
+        successes = [c for c in codes if c < 400]
+        if successes:
+            return next((c for c in successes if 200 <= c < 300), successes[0])  # else a 3xx, as declared
+        if "2XX" in self.responses or "default" in self.responses:
+            return 200
+        return min(codes + [range_status(key) for key in self.responses if key.endswith("XX")], default=200)
 
     @property
     def declared_statuses(self) -> list[str]:
@@ -138,8 +149,10 @@ class SpecIndex:
         self.title = str((root.get("info") or {}).get("title", path.name))
         self.base_path = _base_path(root.get("servers"))
         self.security_schemes: dict[str, dict[str, Any]] = {}
-        for name, scheme in ((root.get("components") or {}).get("securitySchemes") or {}).items():
-            self.security_schemes[name] = self.docs.deref(scheme, self._uri("components", "securitySchemes", name))[0]
+        components = self._mapping(root.get("components"), self._uri("components"), "`components`")
+        for name, scheme, _ in self._entries(components.get("securitySchemes"),
+                                             self._uri("components", "securitySchemes"), "`securitySchemes`"):
+            self.security_schemes[name] = scheme
         self.operations: dict[str, Operation] = {}
         self._index_paths(root)
         if self.problems:
@@ -200,8 +213,38 @@ class SpecIndex:
         file, line, pointer = self.docs.location(uri)
         self.problems.append(Problem(file, pointer, message, rule, line))
 
+    def _warn(self, uri: str, message: str, rule: str) -> None:
+        file, line, pointer = self.docs.location(uri)
+        self.warnings.append(Problem(file, pointer, message, rule, line))
+
+    def _mapping(self, node: Any, uri: str, what: str) -> dict[str, Any]:
+        """`node` when it is a mapping; anything else (a stray `description: ok` inside `content`, a header
+        written as a string) is left out with a warning naming its place, as Prism tolerates it: the rest of
+        the description is still served."""
+        if node is None or isinstance(node, dict):
+            return node or {}
+        self._warn(uri, f"{what} must be a mapping, not {type(node).__name__} {_shown(node)}; it is left out",
+                   "ignored")
+        return {}
+
+    def _entries(self, node: Any, uri: str, what: str) -> list[tuple[str, dict[str, Any], str]]:
+        """The entries of a mapping of mappings (content, headers, examples), each dereferenced, with its URI;
+        an entry that is no mapping is left out with a warning."""
+        found = []
+        for name, raw in self._mapping(node, uri, what).items():
+            entry, entry_uri = self.docs.deref(raw, pointer_uri(uri, name))
+            if entry is None or isinstance(entry, dict):
+                found.append((str(name), entry or {}, entry_uri))
+            else:
+                self._mapping(entry, entry_uri, f"{what} entry {name!r}")
+        return found
+
     def _schema(self, node: Any, uri: str, *, response: bool = False) -> Schema | None:
         if node is None:
+            return None
+        if not isinstance(node, (dict, bool)):
+            self._warn(uri, f"a schema must be a mapping or a boolean, not {type(node).__name__} {_shown(node)}; "
+                       "it is read as no schema (anything goes)", "ignored")
             return None
         return Schema(node, uri, self.schemas.validator(uri, response=response))
 
@@ -213,14 +256,40 @@ class SpecIndex:
         global_security = root.get("security", [])
         for template, item in paths.items():
             item, item_uri = self.docs.deref(item, self._uri("paths", template))
-            if not isinstance(item, dict):
-                continue
-            shared = item.get("parameters") or []
+            item = self._mapping(item, item_uri, f"the path item {template!r}")
+            shared = self._list(item.get("parameters"), pointer_uri(item_uri, "parameters"), "parameters")
             for method in HTTP_METHODS:
                 if method in item:
                     # an operation is no `$ref` in OpenAPI, but some descriptions keep each in its own file
                     node, op_uri = self.docs.deref(item[method], pointer_uri(item_uri, method))
                     self._index_operation(template, method, node, op_uri, shared, global_security, item_uri)
+
+    def _is_status(self, key: str, op_uri: str) -> bool:
+        """A response key: a status (`200`), a range (`4XX`) or `default`; an extension (`x-…`) is skipped
+        silently, anything else with a warning."""
+        if _STATUS_KEY.match(key) or key == "default":
+            return True
+        if not key.startswith("x-"):
+            self._warn(pointer_uri(op_uri, "responses", key), f"{key!r} is not a status, a range (4XX) or "
+                       "`default`; it is left out", "ignored")
+        return False
+
+    def _security(self, node: Any, uri: str) -> list[dict[str, list[str]]]:
+        """Security requirements: a list of mappings from scheme names to scopes; one of another shape is left
+        out with a warning (so it requires nothing)."""
+        requirements = []
+        for index, requirement in enumerate(self._list(node, uri, "`security`")):
+            if isinstance(requirement, dict):
+                requirements.append({str(k): v if isinstance(v, list) else [] for k, v in requirement.items()})
+            else:
+                self._mapping(requirement, pointer_uri(uri, index), "a security requirement")
+        return requirements
+
+    def _list(self, node: Any, uri: str, what: str) -> list[Any]:
+        if node is None or isinstance(node, list):
+            return node or []
+        self._warn(uri, f"{what} must be a list, not {type(node).__name__} {_shown(node)}; it is left out", "ignored")
+        return []
 
     def _index_operation(self, template: str, method: str, node: Any, uri: str, shared: list[Any],
                          global_security: list[Any], item_uri: str) -> None:
@@ -232,6 +301,8 @@ class SpecIndex:
             self._problem(pointer_uri(uri, "operationId"), f"operationId {op_id!r} is used twice", "operationId")
             return
         responses = node.get("responses")
+        if isinstance(responses, dict):
+            responses = {str(k): v for k, v in responses.items() if self._is_status(str(k), uri)}
         if not isinstance(responses, dict) or not responses:
             self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses", "responses")
             return
@@ -240,7 +311,8 @@ class SpecIndex:
             param = self._parameter(raw, pointer_uri(item_uri, "parameters", index))
             if param:
                 parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
-        for index, raw in enumerate(node.get("parameters") or []):
+        own = self._list(node.get("parameters"), pointer_uri(uri, "parameters"), "parameters")
+        for index, raw in enumerate(own):
             param = self._parameter(raw, pointer_uri(uri, "parameters", index))
             if param:
                 parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
@@ -252,9 +324,9 @@ class SpecIndex:
             query_match=dict(parse_qsl(query, keep_blank_values=True)),
             parameters=list(parameters.values()),
             request_body=self._request_body(node.get("requestBody"), pointer_uri(uri, "requestBody")),
-            responses={str(status): self._response(str(status), raw, pointer_uri(uri, "responses", status))
+            responses={status: self._response(status, raw, pointer_uri(uri, "responses", status))
                        for status, raw in responses.items()},
-            security=node.get("security", global_security) or [],
+            security=self._security(node.get("security", global_security), pointer_uri(uri, "security")),
             uri=uri,
             deprecated=bool(node.get("deprecated")),
             tags=list(node.get("tags") or []),
@@ -271,9 +343,9 @@ class SpecIndex:
         schema, json_content = None, False
         if "schema" in node:
             schema = self._schema(node["schema"], pointer_uri(uri, "schema"))
-        elif isinstance(node.get("content"), dict) and node["content"]:
-            media, media_node = next(iter(node["content"].items()))
-            schema = self._schema((media_node or {}).get("schema"), pointer_uri(uri, "content", media, "schema"))
+        elif entries := self._entries(node.get("content"), pointer_uri(uri, "content"), "`content`"):
+            media, media_node, media_uri = entries[0]
+            schema = self._schema(media_node.get("schema"), pointer_uri(media_uri, "schema"))
             json_content = "json" in media
         return Parameter(
             name=str(node["name"]),
@@ -288,41 +360,51 @@ class SpecIndex:
 
     def _media_types(self, content: Any, uri: str, *, response: bool = False) -> dict[str, MediaType]:
         result: dict[str, MediaType] = {}
-        for name, raw in (content or {}).items():
-            media_uri = pointer_uri(uri, name)
-            node, media_uri = self.docs.deref(raw or {}, media_uri)
+        for name, node, media_uri in self._entries(content, uri, "`content`"):
+            if "/" not in name:
+                self._warn(media_uri, f"{name!r} in `content` is not a media type; it is left out", "ignored")
+                continue
             examples: dict[str, Any] = {}
             if "example" in node:
                 examples["example"] = node["example"]
-            for ex_name, ex in (node.get("examples") or {}).items():
-                ex, _ = self.docs.deref(ex, pointer_uri(media_uri, "examples", ex_name))
-                if isinstance(ex, dict) and "value" in ex:
-                    examples[str(ex_name)] = ex["value"]
+            for ex_name, ex, _ in self._entries(node.get("examples"), pointer_uri(media_uri, "examples"),
+                                                "`examples`"):
+                if "value" in ex:
+                    examples[ex_name] = ex["value"]
             schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
-            result[str(name)] = MediaType(str(name), schema, examples)
+            result[name] = MediaType(name, schema, examples)
         return result
 
     def _request_body(self, raw: Any, uri: str) -> RequestBody | None:
         if raw is None:
             return None
         node, uri = self.docs.deref(raw, uri)
+        node = self._mapping(node, uri, "`requestBody`")
         return RequestBody(bool(node.get("required")), self._media_types(node.get("content"), pointer_uri(uri, "content")))
 
     def _response(self, status: str, raw: Any, uri: str) -> Response:
         node, uri = self.docs.deref(raw, uri)
-        node = node if isinstance(node, dict) else {}
+        node = self._mapping(node, uri, f"the response {status!r}")
         headers: dict[str, Header] = {}
-        for name, header in (node.get("headers") or {}).items():
-            header_uri = pointer_uri(uri, "headers", name)
-            header, header_uri = self.docs.deref(header, header_uri)
-            if str(name).lower() == "content-type":
+        for name, header, header_uri in self._entries(node.get("headers"), pointer_uri(uri, "headers"), "`headers`"):
+            if name.lower() == "content-type":
                 continue  # OpenAPI: ignored
             schema = self._schema(header.get("schema"), pointer_uri(header_uri, "schema"))
             kinds = schema_types(schema.node, schema.uri, self.docs.resolve) if schema else set()
             examples = examples_of(header) + (examples_of(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
-            headers[str(name)] = Header(str(name), bool(header.get("required")), schema, kinds, examples)
+            headers[name] = Header(name, bool(header.get("required")), schema, kinds, examples)
         return Response(status, str(node.get("description", "")), headers,
                         self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)
+
+
+def range_status(key: str) -> int:
+    """The concrete status a range key is served as: `4XX` as 400, `5XX` as 500."""
+    return int(key[0]) * 100
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def examples_of(node: Any) -> list[Any]:

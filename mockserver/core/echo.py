@@ -1,0 +1,121 @@
+"""Generated answers that agree with the request, as a client reading them expects: the value of a path or query
+parameter in the field that carries it (`GET /dags/tutorial` answers `dag_id: tutorial`, `/pets/{petId}` the
+pet's `id`), the fields of a created or replaced resource as they were sent, and a list as long as `limit` asks
+(within the schema's bounds, and a page of at most PAGE_CAP). Each echo is kept only if the answer still fits
+its schema."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .request_validation import ValidRequest
+from .schema_walk import SchemaWalk
+from .spec import Operation
+
+PAGE_CAP = 100  # items in one generated page, whatever `limit` asks
+LIMIT_NAMES = frozenset({"limit", "perpage", "pagesize", "size", "maxresults", "top", "first", "count", "pagelen"})
+_PATH_PARAM = re.compile(r"{([^}]+)}")
+
+MakeItem = Callable[[Any, str, int], Any]  # (items schema, its URI, index) -> a new item
+
+
+def _norm(name: str) -> str:
+    """`dag_id`, `dagId` and `DAG-ID` alike."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+class Echo:
+    def __init__(self, walk: SchemaWalk) -> None:
+        self._walk = walk
+
+    def apply(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
+              request: ValidRequest, make_item: MakeItem) -> Any:
+        payload = self._sized(payload, schema, uri, fits, request, make_item)
+        asked = {name: value for name, value in request.path.items() if _scalar(value)}
+        asked.update({name: value for (location, name) in request.sent if location == "query"
+                      and _norm(name) not in LIMIT_NAMES and _scalar(value := request.query.get(name))})
+        changes: list[tuple[list[Any], Any]] = []
+        if isinstance(payload, dict):
+            changes += _matches(payload, asked, [])
+            if isinstance(request.body, dict):
+                changes += [([key], value) for key, value in request.body.items() if key in payload]
+            resource = _PATH_PARAM.findall(op.path)[-1:]
+            if resource and "id" in payload and resource[0] != "id" and _norm(resource[0]).endswith("id") and \
+                    not any(_norm(key) == _norm(resource[0]) for key in payload) and resource[0] in request.path:
+                changes.append((["id"], request.path[resource[0]]))
+        for path, items in _lists(payload):
+            for index, item in enumerate(items):
+                if isinstance(item, dict):
+                    changes += _matches(item, asked, [*path, index])
+        if not changes:
+            return payload
+        echoed = _applied(payload, changes)
+        if fits(echoed):
+            return echoed
+        for change in changes:  # one at a time, keeping those that fit
+            candidate = _applied(payload, [change])
+            if fits(candidate):
+                payload = candidate
+        return payload
+
+    def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], request: ValidRequest,
+               make_item: MakeItem) -> Any:
+        """The answer's list (the answer itself, or its first list-valued property) as long as `limit` asks."""
+        asked = dict(request.query)
+        for value in request.query.values():  # an object parameter's properties (`page: {limit: 3}`) count too
+            if isinstance(value, dict):
+                asked.update(value)
+        limit = next((value for name, value in asked.items()
+                      if _norm(name) in LIMIT_NAMES and isinstance(value, int) and not isinstance(value, bool)), None)
+        found = next(iter(_lists(payload)), None)
+        if limit is None or found is None:
+            return payload
+        path, items = found
+        node, node_uri = schema, uri
+        for step in path:
+            node, node_uri = self._walk.property(node, node_uri, step)
+        low, high = self._walk.bounds(node, node_uri)
+        want = max(low, min(limit, PAGE_CAP, high if high is not None else PAGE_CAP))
+        if want == len(items):
+            return payload
+        item_node, item_uri = self._walk.items(node, node_uri)
+        if want > len(items) and item_node is None:
+            return payload
+        resized = items[:want] + [make_item(item_node, item_uri, i) for i in range(len(items), want)]
+        candidate = _applied(payload, [(path, resized)])
+        return candidate if fits(candidate) else payload
+
+
+def _matches(target: dict[str, Any], asked: dict[str, Any], path: list[Any]) -> list[tuple[list[Any], Any]]:
+    by_norm = {_norm(name): value for name, value in asked.items()}
+    return [([*path, key], by_norm[_norm(key)]) for key, current in target.items()
+            if _norm(key) in by_norm and _scalar(current)]
+
+
+def _lists(payload: Any) -> list[tuple[list[Any], list[Any]]]:
+    """The answer's list of items: the answer itself, or its first property holding a list."""
+    if isinstance(payload, list):
+        return [([], payload)]
+    if isinstance(payload, dict):
+        return [([key], value) for key, value in payload.items() if isinstance(value, list)][:1]
+    return []
+
+
+def _applied(value: Any, changes: list[tuple[list[Any], Any]]) -> Any:
+    """A copy of `value` with each change made (`path` into dicts and lists, then the new value)."""
+    for path, new in changes:
+        value = _put(value, path, new)
+    return value
+
+
+def _put(value: Any, path: list[Any], new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, list):
+        return [*value[:head], _put(value[head], rest, new), *value[head + 1:]]
+    return {**value, head: _put(value[head], rest, new)}

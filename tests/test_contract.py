@@ -7,6 +7,10 @@ import base64
 import json
 import re
 import shutil
+import subprocess
+import sys
+import threading
+import time
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from itertools import takewhile
@@ -270,8 +274,8 @@ def vault_mock() -> Wsgi:
     return create_app(VAULT / "openapi.yaml", VAULT / "fixtures", strict_auth=True)
 
 
-def vault_contract(url: str) -> int:
-    return main(["contract", "--url", url, *VAULT_ARGS, "--max-examples", "5", "--seed", "1"])
+def vault_contract(url: str, *extra: str) -> int:
+    return main(["contract", "--url", url, *VAULT_ARGS, "--max-examples", "5", "--seed", "1", *extra])
 
 
 def basic_everywhere() -> Wsgi:
@@ -560,3 +564,115 @@ def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[st
     assert code == 0, output
     assert "responses not forced: the target does not honour `Prefer: code=`" in output
     assert "  responses: 4 of 5 declared observed · not seen: 503" in output
+
+
+def methods_seen(inner: Wsgi, seen: list[str]) -> Wsgi:
+    """`inner`, noting the method of every request it gets."""
+    return on_request_of(inner, lambda environ: seen.append(environ["REQUEST_METHOD"]))
+
+
+def test_a_read_only_run_sends_no_unsafe_method(capsys: pytest.CaptureFixture[str]):
+    """The Library has `POST /books`, and a full run probes every path with PUT, DELETE …: read-only, none of it."""
+    seen: list[str] = []
+    library = create_app(LIBRARY / "openapi.yaml", LIBRARY / "fixtures", strict_auth=True)
+    args = ["--spec", str(LIBRARY / "openapi.yaml"), "--fixtures", str(LIBRARY / "fixtures"), "--max-examples", "3",
+            "--seed", "1", "--token", "reader-key"]
+    with serving(methods_seen(library, seen), "/api/v2") as url:
+        main(["contract", "--url", url, *args, "--read-only"])
+        read_only = capsys.readouterr().out
+        safe = set(seen)
+        seen.clear()
+        main(["contract", "--url", url, *args, "--operation", "listBooks"])
+        full = capsys.readouterr().out
+    assert safe and safe <= {"GET", "HEAD", "OPTIONS"}, safe
+    assert "POST /books" not in operation_lines(read_only), read_only
+    assert {"PUT", "DELETE"} <= set(seen)  # what read-only spared the target
+    assert "this run may change the target: it probes every path with methods it does not declare" in full
+    assert "this run may change" not in read_only
+
+
+def test_an_excluded_operation_is_never_called(capsys: pytest.CaptureFixture[str]):
+    seen: list[str] = []
+    with serving(on_request_of(vault_mock(), lambda environ: seen.append(environ["PATH_INFO"])), "/v1") as url:
+        code = vault_contract(url, "--exclude-operation", "whoAmI", "--exclude-operation", "GET /stats")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert set(operation_lines(output)) == {"GET /records"}, output
+    assert not {"/v1/me", "/v1/stats"} & set(seen)
+
+
+@pytest.mark.parametrize("source", ["file", "env"])
+def test_the_token_comes_from_a_file_or_the_environment(source: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]):
+    secret = tmp_path / "token"
+    secret.write_text("reader\n")
+    monkeypatch.setenv("NOTES_TOKEN", "reader")
+    given = ["--token-file", str(secret)] if source == "file" else ["--token-env", "NOTES_TOKEN"]
+    with serving(notes_mock()) as url:
+        code = main(["contract", "--url", url, "--spec", str(NOTES / "notes.yaml"), "--fixtures",
+                     str(NOTES / "fixtures"), *given, "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "answers: 200×" in operation_lines(output)["GET /notebooks/{notebookId}/notes"]
+
+
+def test_a_missing_token_source_is_a_usage_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["contract", "--token-file", str(tmp_path / "nope")]) == 2
+    assert "--token-file" in capsys.readouterr().err
+    assert main(["contract", "--token-env", "MOCKSERVER_NO_SUCH_VARIABLE"]) == 2
+    assert "no such environment variable" in capsys.readouterr().err
+
+
+def stalling_once(inner: Wsgi, seconds: float) -> Wsgi:
+    """`inner`, but the first call that carries the Notes token waits `seconds` before it is answered."""
+    stalled = threading.Event()
+
+    def stall(environ: dict[str, Any]) -> None:
+        if not stalled.is_set() and environ.get("HTTP_AUTHORIZATION") == "Bearer reader":
+            stalled.set()
+            time.sleep(seconds)
+
+    return on_request_of(inner, stall)
+
+
+def test_a_stalled_answer_gives_up_after_the_request_timeout(capsys: pytest.CaptureFixture[str]):
+    started = time.monotonic()
+    with serving(stalling_once(notes_mock(), 6)) as url:
+        code = contract(url, "--request-timeout", "0.5")
+        elapsed = time.monotonic() - started
+    output = capsys.readouterr().out
+    assert code == 1 and "Read timed out after 0.5 seconds" in output, output
+    assert elapsed < 6, elapsed  # it did not wait for the stalled answer
+
+
+def test_a_run_killed_mid_way_leaves_a_partial_junit_file(tmp_path: Path):
+    """As a CI timeout kills it: GET /me never answers, the run is killed while it waits, and the JUnit file
+    already holds the operations done (marked incomplete); stderr said what was done, one line per phase."""
+    report = tmp_path / "contract.xml"
+    release = threading.Event()
+
+    def hang_on_me(environ: dict[str, Any]) -> None:
+        if environ["PATH_INFO"].endswith("/me"):
+            release.wait(60)
+
+    server = Served(on_request_of(vault_mock(), hang_on_me))
+    process = subprocess.Popen([sys.executable, "-m", "mockserver", "contract", "--url", server.url + "/v1",
+                                *VAULT_ARGS, "--max-examples", "3", "--seed", "1", "--junit", str(report)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=DATA.parent.parent)
+    try:
+        assert process.stderr is not None
+        progress = [process.stderr.readline() for _ in range(2)]
+        assert all(line.startswith("mockserver contract: examples ") for line in progress), progress
+        assert "GET /records" in progress[0] and "GET /stats" in progress[1]
+        time.sleep(1)  # it now waits for GET /me
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+        release.set()
+        server.stop()
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")}["complete"] == "false"
+    assert {case.get("classname") for case in suite.iter("testcase")} >= {"GET /records", "GET /stats"}

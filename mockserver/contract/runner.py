@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from schemathesis import Case
 from schemathesis.core.result import Ok
-from schemathesis.engine import from_schema
+from schemathesis.engine import events, from_schema
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
@@ -27,6 +27,7 @@ from .force import force, probe
 from .gate import judge
 from .knowledge import KEY
 from .results import OperationResult, RunResult, fold
+from .safety import changes, read_only
 from .schema import Contract, load_contract
 
 DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 20 s in-process on 2 cores, well inside the 2-minute budget
@@ -58,6 +59,9 @@ class Options:
     allow_untested: list[str] = field(default_factory=list)  # operations (operationId or label) excused by the gate
     min_responses: float | None = None  # percent of the declared responses the run must observe
     force: bool = True  # ask a target that honours `Prefer: code=` for every declared response (see force.py)
+    exclude: list[str] = field(default_factory=list)  # operations left out, by operationId or label
+    read_only: bool = False  # only safe methods: no unsafe operation, no probe with an unsafe method
+    on_progress: Callable[[RunResult, str, str], None] | None = None  # (result so far, phase, label) per scenario
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -82,32 +86,45 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     schema = contract.schema
     for regex in options.skip:
         schema = schema.exclude(name_regex=regex)
+    if options.exclude:
+        schema = schema.exclude(name=contract.labels_of(options.exclude))
     checks, notes = _checks(options.checks, pipeline if contract.credentials else None)
     _configure(schema, options, checks, seed, sanitize=options.url is not None)
+    if options.read_only:
+        schema = read_only(schema)
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
                            notes=notes, min_responses=options.min_responses)
         enabled = _enabled(checks)
         result.operations = _expected(schema, contract, enabled)
+        if options.url is not None and not options.read_only:
+            result.notes.append(changes(schema))
         in_process = f"http://{urlsplit(base_url).netloc}" if server else None
-        for event in from_schema(schema).execute():
-            fold(result, event, in_process)
+
+        def execute(part: OpenApiSchema) -> None:
+            for event in from_schema(part).execute():
+                fold(result, event, in_process)
+                if isinstance(event, events.ScenarioFinished) and options.on_progress is not None:
+                    options.on_progress(result, str(event.phase.value), event.recorder.label)
+
+        execute(schema)
         if options.force:
-            result.notes.append(_force(schema, result, options, in_process))
+            result.notes.append(_force(schema, result, options, execute))
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
     result.gaps, result.excused = judge(result.operations.values(), set(allowed))
     result.elapsed = time.monotonic() - started
     return result
 
 
-def _force(schema: OpenApiSchema, result: RunResult, options: Options, in_process: str | None) -> str:
+def _force(schema: OpenApiSchema, result: RunResult, options: Options,
+           execute: Callable[[OpenApiSchema], None]) -> str:
     """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
     honoured_on = probe(result, options.request_timeout)
     if honoured_on is None:
         return ("responses not forced: the target does not honour `Prefer: code=` (or answered no request it "
                 "could be tried on); declared responses it was not provoked into stay unobserved")
-    statuses = force(schema, result, options.headers, in_process)
+    statuses = force(schema, result, options.headers, execute)
     return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
 
 

@@ -114,12 +114,12 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                operations=args.operation, allow_untested=args.allow_untested,
                                min_responses=args.min_responses, force=not args.no_force,
                                exclude=args.exclude_operation, read_only=args.read_only,
-                               request_timeout=args.request_timeout)
+                               request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover)
     try:
         return contract.check(options, args.junit)
     except LoadError as exc:
         _report(exc)
-    except contract.UnknownOperation as exc:
+    except (contract.UnknownOperation, contract.DataError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
 
@@ -259,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
                           help="send GET, HEAD and OPTIONS only: no operation or probe that may change the target")
     contract.add_argument("--request-timeout", type=float, metavar="SECONDS",
                           help="give up on an answer after this long (it is reported as a failure)")
+    contract.add_argument("--data", type=Path, metavar="FILE",
+                          help="YAML of request values that exist on the target: per parameter name and per "
+                               "operation (see README)")
+    contract.add_argument("--no-discover", action="store_true",
+                          help="against a --url, do not read ids from its list operations before the run")
     contract.add_argument("--no-force", action="store_true",
                           help="do not ask a target that honours `Prefer: code=` (the mock, Prism) for every declared "
                                "response once")

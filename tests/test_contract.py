@@ -25,7 +25,9 @@ from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, SAMPLE_PROJECT, free
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
+from mockserver.contract.data import load as load_data
 from mockserver.contract.examples import caller_for, derive
+from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
 from mockserver.web.app import MOCK_KEY
 from stand_ins import Served, ids_elsewhere
@@ -676,3 +678,53 @@ def test_a_run_killed_mid_way_leaves_a_partial_junit_file(tmp_path: Path):
     assert suite is not None
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["complete"] == "false"
     assert {case.get("classname") for case in suite.iter("testcase")} >= {"GET /records", "GET /stats"}
+
+
+def ids_of_its_own(folder: Path) -> Path:
+    """The Kindgi fixtures as another deployment's data: every id of the form `acme.…` is `globex.…` there."""
+    shutil.copytree(KINDGI_FIXTURES, folder)
+    for path in folder.rglob("*.yaml"):
+        path.write_text(path.read_text().replace("acme.", "globex."))
+    return folder
+
+
+def test_a_deployment_with_ids_of_its_own_passes_with_ids_discovered_and_the_rest_from_data(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """None of the fixtures' ids exist there. The test sets it lists give a corrections set's id and version, and
+    a pairwise set the agent and project of an agent's cases; an eval suite's id is not listed anywhere: that
+    one comes from --data. Then every operation's success is checked, and the run passes."""
+    data = tmp_path / "data.yaml"
+    data.write_text("operations:\n  listEvalSuiteVersionCases:\n    - {suiteId: globex.drafting-accuracy, version: 1.2.0}\n")
+    with serving(create_app(KINDGI_SPEC, ids_of_its_own(tmp_path / "fixtures"), strict_auth=True), "") as url:
+        discovered_only = kindgi_contract(url)
+        output = capsys.readouterr().out
+        with_data = kindgi_contract(url, "--data", str(data))
+        passed = capsys.readouterr().out
+    assert discovered_only == 1, output
+    assert "ids discovered on the target: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output
+    assert [line.split(" (")[0].strip() for line in why(output)[1:]] == [NEVER_FOUND[1]], output
+    assert with_data == 0, passed
+    assert "values from --data: listEvalSuiteVersionCases (1)" in passed
+    assert all("answers: 200×" in line for line in operation_lines(passed).values()), passed
+
+
+def test_data_per_parameter_pairs_the_nth_values(tmp_path: Path):
+    data = tmp_path / "data.yaml"
+    data.write_text("parameters:\n  suiteId: [a.one, a.two]\n  version: 1.0.0\n")
+    combos = load_data(data, SpecIndex(KINDGI_SPEC))
+    assert combos["listEvalSuiteVersionCases"] == [{("path", "suiteId"): "a.one", ("path", "version"): "1.0.0"},
+                                                   {("path", "suiteId"): "a.two", ("path", "version"): "1.0.0"}]
+    assert combos["listTestSetVersionCases"] == [{("path", "version"): "1.0.0"}]
+
+
+@pytest.mark.parametrize("content, says", [
+    ("operations:\n  noSuchOperation: []\n", "no operation noSuchOperation"),
+    ("operations:\n  listTestSets:\n    - {nope: 1}\n", "listTestSets has no parameter nope"),
+    ("- just a list\n", "a mapping of `parameters` and `operations` is expected"),
+])
+def test_an_unusable_data_file_is_a_usage_problem(content: str, says: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]):
+    data = tmp_path / "data.yaml"
+    data.write_text(content)
+    assert main(["contract", "--data", str(data)]) == 2
+    assert says in capsys.readouterr().err

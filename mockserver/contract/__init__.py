@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TextIO
 
 from .credentials import Credentials, Sent
+from .data import DataError
 from .report import junit, text
 from .results import Finding, Gap, RunResult, fold
 from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Options, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "Finding", "Gap", "Options",
-           "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
+__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding", "Gap",
+           "Options", "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
 
 
 def check(options: Options, junit_path: Path | None = None, progress: TextIO = sys.stderr) -> int:

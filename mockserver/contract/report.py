@@ -10,6 +10,7 @@ from pathlib import Path
 from .checks import MUST_APPLY
 from .results import Finding, Gap, OperationResult, RunResult
 
+_SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
 
 
@@ -18,6 +19,9 @@ def text(result: RunResult) -> str:
              f"up to {result.max_examples} examples per operation", *_why(result)]
     if result.excused:
         lines += ["allowed untested (--allow-untested):", *(f"  {_gap(gap)}" for gap in result.excused)]
+    for source, counts in result.values.items():
+        shown = ", ".join(f"{op} ({n})" for op, n in counts.items()) or "none"
+        lines.append(f"{_SOURCES.get(source, source)}: {shown}")
     if result.examples:
         lines.append("ids from the fixtures: " + ", ".join(f"{op} ({n})" for op, n in result.examples.items()))
     lines += result.notes

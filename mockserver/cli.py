@@ -100,7 +100,14 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     """Exit 0 when every check passed, 1 on failures, 2 when the description, fixtures or options are unusable."""
     import logging
 
-    from . import contract
+    try:
+        from . import contract
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("schemathesis"):
+            raise
+        print("mockserver: `mockserver contract` needs Schemathesis: pip install 'mockserver[contract]'",
+              file=sys.stderr)
+        return 2
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the in-process mock: no line per request
     try:

@@ -728,3 +728,20 @@ def test_an_unusable_data_file_is_a_usage_problem(content: str, says: str, tmp_p
     data.write_text(content)
     assert main(["contract", "--data", str(data)]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_without_schemathesis_the_command_says_what_to_install():
+    blocked = ("import sys; sys.modules['schemathesis'] = None; from mockserver.cli import main; "
+               "raise SystemExit(main(['contract']))")
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, cwd=DATA.parent.parent)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("mockserver: `mockserver contract` needs Schemathesis: "
+                                   "pip install 'mockserver[contract]'")
+
+
+def test_an_order_failure_shows_the_sort_key_values_of_the_items(capsys: pytest.CaptureFixture[str]):
+    with serving(on_response(json_body(lambda page: page["notes"].reverse()))) as url:
+        assert contract(url) == 1
+    output = capsys.readouterr().out
+    assert re.search(r'got: +item \d+ \(written: "[\d-]+", id: "[^"]+"\) before item \d+ \(written: "[\d-]+", id: ',
+                     output), output

@@ -745,3 +745,13 @@ def test_an_order_failure_shows_the_sort_key_values_of_the_items(capsys: pytest.
     output = capsys.readouterr().out
     assert re.search(r'got: +item \d+ \(written: "[\d-]+", id: "[^"]+"\) before item \d+ \(written: "[\d-]+", id: ',
                      output), output
+
+
+def test_a_documented_rejection_of_valid_data_is_no_failure(capsys: pytest.CaptureFixture[str]):
+    """A deployment that answers a notebook it does not hold with its documented 400 (not 404): a schema-valid
+    request, rejected, but with an answer the operation documents, which is never held against it."""
+    with serving(on_response(status_instead("404", "400 BAD REQUEST"))) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert re.search(r"^\s+ok\s+positive_data_acceptance", output, re.M), output

@@ -69,6 +69,13 @@ def _basic(text: str) -> tuple[str, str]:
     return user, password
 
 
+def _api_key(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'NAME=VALUE'")
+    return name, value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -115,7 +122,8 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     except ValueError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    options = contract.Options(spec, fixtures, url=args.url, token=token, basic=args.basic,
+    options = contract.Options(spec, fixtures, url=args.url, token=token, basic=args.basic, bearer=args.auth_bearer,
+                               api_keys=dict(args.api_key),
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
@@ -245,7 +253,12 @@ def main(argv: list[str] | None = None) -> int:
                                         "in-process: the first usable token of the fixtures)")
     tokens.add_argument("--token-env", metavar="NAME", help="the token, from this environment variable")
     tokens.add_argument("--token-file", type=Path, metavar="FILE", help="the token, from this file")
-    contract.add_argument("--basic", type=_basic, metavar="USER:PASSWORD",
+    contract.add_argument("--auth-bearer", metavar="TOKEN",
+                          help="token for the bearer, OAuth 2 and OpenID Connect schemes only (in --token's place)")
+    contract.add_argument("--api-key", action="append", default=[], type=_api_key, metavar="NAME=VALUE",
+                          help="value of the API key named NAME (a header, query parameter or cookie, as its scheme "
+                               "says), in --token's place; repeatable")
+    contract.add_argument("--basic", "--auth-basic", dest="basic", type=_basic, metavar="USER:PASSWORD",
                           help="HTTP basic credentials for the operations that take them (default in-process: the "
                                "token as the user)")
     contract.add_argument("--header", action="append", default=[], type=_header, metavar="'NAME: VALUE'",

@@ -755,3 +755,18 @@ def test_a_documented_rejection_of_valid_data_is_no_failure(capsys: pytest.Captu
     output = capsys.readouterr().out
     assert code == 0, output
     assert re.search(r"^\s+ok\s+positive_data_acceptance", output, re.M), output
+
+
+def test_each_security_scheme_takes_a_credential_of_its_own(capsys: pytest.CaptureFixture[str]):
+    """No --token: a basic credential, a bearer token and the query API key each given for its own scheme."""
+    given = ["--spec", str(VAULT / "openapi.yaml"), "--fixtures", str(VAULT / "fixtures"),
+             "--auth-basic", "vault-key:any-password", "--auth-bearer", "vault-key", "--api-key", "api_key=vault-key"]
+    with serving(vault_mock(), "/v1") as url:
+        code = main(["contract", "--url", url, *given, "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    contract = load_contract(VAULT / "openapi.yaml", VAULT / "fixtures", token="t", bearer="b",
+                             api_keys={"api_key": "k"})
+    assert {label: (one.headers, one.query) for label, one in contract.credentials.items()} == {
+        "GET /stats": ({}, {"api_key": "k"}), "GET /me": ({"Authorization": "Bearer b"}, {})}

@@ -47,6 +47,8 @@ class Options:
     url: str | None = None  # None: the mock, in-process
     token: str | None = None  # bearer, OAuth 2, OpenID Connect and API keys, where each operation wants it
     basic: tuple[str, str] | None = None  # user and password, for operations that take HTTP basic
+    bearer: str | None = None  # for bearer, OAuth 2 and OpenID Connect schemes, in the token's place
+    api_keys: dict[str, str] = field(default_factory=dict)  # by the key's name, in the token's place
     headers: dict[str, str] = field(default_factory=dict)
     max_examples: int = DEFAULT_MAX_EXAMPLES  # per operation and phase (the coverage phase is bounded by coverage_cap)
     seed: int | None = None  # None: a fresh one, reported so the run can be repeated
@@ -99,7 +101,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     contract = load_contract(options.spec, options.fixtures, token=options.token, basic=options.basic,
                              headers=options.headers, operations=options.operations,
                              default_token=options.url is None, pipeline=pipeline,
-                             security_parameters=options.security_parameters, values=values)
+                             security_parameters=options.security_parameters, values=values,
+                             bearer=options.bearer, api_keys=options.api_keys)
     allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:

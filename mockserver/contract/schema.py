@@ -50,11 +50,13 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
                   basic: tuple[str, str] | None = None, headers: dict[str, str] | None = None,
                   operations: list[str] | None = None, default_token: bool = False,
                   pipeline: Pipeline | None = None, security_parameters: bool = True,
-                  values: ValueSources | None = None) -> Contract:
+                  values: ValueSources | None = None, bearer: str | None = None,
+                  api_keys: dict[str, str] | None = None) -> Contract:
     """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
-    security requirement puts them (see `credentials.py`); `headers` ride on every call. `default_token`: with no
+    security requirement puts them (see `credentials.py`), `bearer` and `api_keys` (by the key's name) in the
+    token's place for their schemes; `headers` ride on every call. `default_token`: with no
     token given, call as the first usable token the fixtures declare, else as a placeholder any mock without
     declared tokens lets in, and with no basic credential, as that token's user (for the mock itself).
     `pipeline`: the mock's own, already built from `spec` and `fixtures`, so they are not read and checked twice.
@@ -74,7 +76,8 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     def wanted(op_id: str) -> bool:
         return not operations or op_id in operations or labels.get(op_id) in chosen
 
-    sent = per_operation(raw, docs, pipeline.spec.security_schemes, Credentials(token, basic))
+    sent = per_operation(raw, docs, pipeline.spec.security_schemes,
+                         Credentials(token, basic, bearer, dict(api_keys or {})))
     found: dict[str, dict[str, int]] = {}
     for source, combos in (values(pipeline.spec, sent) if values else []):
         for op_id, listed in combos.items():

@@ -556,6 +556,14 @@ def test_a_503_without_its_declared_retry_after_fails_once_forced(capsys: pytest
     assert "not seen: 503" in capsys.readouterr().out
 
 
+def test_forcing_keeps_to_the_operations_chosen(capsys: pytest.CaptureFixture[str]):
+    with serving(notes_mock()) as url:
+        code = contract(url, "--operation", "listNotes")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "forced with `Prefer: code=`" in output and "declared responses: 5 of 5 observed (100 %)" in output
+
+
 def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[str]):
     def strip_prefer(environ: dict[str, Any]) -> None:
         environ.pop("HTTP_PREFER", None)

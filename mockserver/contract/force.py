@@ -94,7 +94,8 @@ def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str],
         examples.fill_missing = True  # an operation without examples still gets a call
         for status, labels in sorted(by_status.items()):
             schema.config.update(headers={**headers, PREFER: f"code={status}"})
-            execute(schema.include(name=labels))
+            chosen = set(labels)  # a function filter: a `name` one may be there already (--operation)
+            execute(schema.include(lambda context, chosen=chosen: context.operation.label in chosen))
     finally:
         schema.config.update(headers=headers)
         config.update(phases=phases)

@@ -108,6 +108,13 @@ def _basic(text: str) -> tuple[str, str]:
     return user, password
 
 
+def _api_key(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'NAME=VALUE'")
+    return name, value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -118,23 +125,55 @@ def _percent(text: str) -> float:
     return value
 
 
+def _token(args: argparse.Namespace) -> str | None:
+    """The token from --token, --token-env or --token-file (the latter two keep it out of `ps`)."""
+    if args.token_env:
+        if not os.environ.get(args.token_env):
+            raise ValueError(f"--token-env {args.token_env}: no such environment variable, or it is empty")
+        return os.environ[args.token_env]
+    if args.token_file:
+        try:
+            token = args.token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ValueError(f"--token-file {args.token_file}: {exc.strerror}") from None
+        if not token:
+            raise ValueError(f"--token-file {args.token_file} is empty")
+        return token
+    return args.token
+
+
 def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Exit 0 when every check passed, 1 on failures, 2 when the description, fixtures or options are unusable."""
     import logging
 
-    from . import contract
+    try:
+        from . import contract
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("schemathesis"):
+            raise
+        print("mockserver: `mockserver contract` needs Schemathesis: pip install 'mockserver[contract]'",
+              file=sys.stderr)
+        return 2
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the in-process mock: no line per request
-    options = contract.Options(spec, fixtures, url=args.url, token=args.token, basic=args.basic,
+    try:
+        token = _token(args)
+    except ValueError as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+        return 2
+    options = contract.Options(spec, fixtures, url=args.url, token=token, basic=args.basic, bearer=args.auth_bearer,
+                               api_keys=dict(args.api_key),
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
-                               min_responses=args.min_responses, force=not args.no_force)
+                               min_responses=args.min_responses, force=not args.no_force,
+                               exclude=args.exclude_operation, read_only=args.read_only,
+                               request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover)
     try:
         return contract.check(options, args.junit)
     except LoadError as exc:
         _report(exc)
-    except contract.UnknownOperation as exc:
+    except (contract.UnknownOperation, contract.DataError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
 
@@ -257,10 +296,18 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--url", help="base URL of the server to check, with the description's base path "
                                         "(default: the mock, in-process; with strict auth when the fixtures declare a "
                                         "token)")
-    contract.add_argument("--token", help="token for the operations that take a bearer token, OAuth 2, OpenID Connect "
-                                          "or an API key, sent where each one's security scheme wants it (default "
-                                          "in-process: the first usable token of the fixtures)")
-    contract.add_argument("--basic", type=_basic, metavar="USER:PASSWORD",
+    tokens = contract.add_mutually_exclusive_group()
+    tokens.add_argument("--token", help="token for the operations that take a bearer token, OAuth 2, OpenID Connect "
+                                        "or an API key, sent where each one's security scheme wants it (default "
+                                        "in-process: the first usable token of the fixtures)")
+    tokens.add_argument("--token-env", metavar="NAME", help="the token, from this environment variable")
+    tokens.add_argument("--token-file", type=Path, metavar="FILE", help="the token, from this file")
+    contract.add_argument("--auth-bearer", metavar="TOKEN",
+                          help="token for the bearer, OAuth 2 and OpenID Connect schemes only (in --token's place)")
+    contract.add_argument("--api-key", action="append", default=[], type=_api_key, metavar="NAME=VALUE",
+                          help="value of the API key named NAME (a header, query parameter or cookie, as its scheme "
+                               "says), in --token's place; repeatable")
+    contract.add_argument("--basic", "--auth-basic", dest="basic", type=_basic, metavar="USER:PASSWORD",
                           help="HTTP basic credentials for the operations that take them (default in-process: the "
                                "token as the user)")
     contract.add_argument("--header", action="append", default=[], type=_header, metavar="'NAME: VALUE'",
@@ -274,6 +321,18 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--min-responses", type=_percent, metavar="PERCENT",
                           help="fail when fewer than this percentage of the declared responses (every status of every "
                                "operation) were observed")
+    contract.add_argument("--exclude-operation", action="append", default=[], metavar="ID",
+                          help="leave this operation out (operationId or 'GET /path'; repeatable): one that would "
+                               "stall or sabotage the run, such as a logout")
+    contract.add_argument("--read-only", action="store_true",
+                          help="send GET, HEAD and OPTIONS only: no operation or probe that may change the target")
+    contract.add_argument("--request-timeout", type=float, metavar="SECONDS",
+                          help="give up on an answer after this long (it is reported as a failure)")
+    contract.add_argument("--data", type=Path, metavar="FILE",
+                          help="YAML of request values that exist on the target: per parameter name and per "
+                               "operation (see README)")
+    contract.add_argument("--no-discover", action="store_true",
+                          help="against a --url, do not read ids from its list operations before the run")
     contract.add_argument("--no-force", action="store_true",
                           help="do not ask a target that honours `Prefer: code=` (the mock, Prism) for every declared "
                                "response once")

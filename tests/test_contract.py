@@ -7,6 +7,10 @@ import base64
 import json
 import re
 import shutil
+import subprocess
+import sys
+import threading
+import time
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from itertools import takewhile
@@ -21,7 +25,9 @@ from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, SAMPLE_PROJECT, free
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
+from mockserver.contract.data import load as load_data
 from mockserver.contract.examples import caller_for, derive
+from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
 from mockserver.web.app import pipeline_of
 from stand_ins import Served, ids_elsewhere
@@ -270,8 +276,8 @@ def vault_mock() -> Wsgi:
     return create_app(VAULT / "openapi.yaml", VAULT / "fixtures", strict_auth=True)
 
 
-def vault_contract(url: str) -> int:
-    return main(["contract", "--url", url, *VAULT_ARGS, "--max-examples", "5", "--seed", "1"])
+def vault_contract(url: str, *extra: str) -> int:
+    return main(["contract", "--url", url, *VAULT_ARGS, "--max-examples", "5", "--seed", "1", *extra])
 
 
 def basic_everywhere() -> Wsgi:
@@ -550,6 +556,14 @@ def test_a_503_without_its_declared_retry_after_fails_once_forced(capsys: pytest
     assert "not seen: 503" in capsys.readouterr().out
 
 
+def test_forcing_keeps_to_the_operations_chosen(capsys: pytest.CaptureFixture[str]):
+    with serving(notes_mock()) as url:
+        code = contract(url, "--operation", "listNotes")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "forced with `Prefer: code=`" in output and "declared responses: 5 of 5 observed (100 %)" in output
+
+
 def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[str]):
     def strip_prefer(environ: dict[str, Any]) -> None:
         environ.pop("HTTP_PREFER", None)
@@ -560,3 +574,207 @@ def test_a_target_ignoring_prefer_is_not_forced(capsys: pytest.CaptureFixture[st
     assert code == 0, output
     assert "responses not forced: the target does not honour `Prefer: code=`" in output
     assert "  responses: 4 of 5 declared observed · not seen: 503" in output
+
+
+def methods_seen(inner: Wsgi, seen: list[str]) -> Wsgi:
+    """`inner`, noting the method of every request it gets."""
+    return on_request_of(inner, lambda environ: seen.append(environ["REQUEST_METHOD"]))
+
+
+def test_a_read_only_run_sends_no_unsafe_method(capsys: pytest.CaptureFixture[str]):
+    """The Library has `POST /books`, and a full run probes every path with PUT, DELETE …: read-only, none of it."""
+    seen: list[str] = []
+    library = create_app(LIBRARY / "openapi.yaml", LIBRARY / "fixtures", strict_auth=True)
+    args = ["--spec", str(LIBRARY / "openapi.yaml"), "--fixtures", str(LIBRARY / "fixtures"), "--max-examples", "3",
+            "--seed", "1", "--token", "reader-key"]
+    with serving(methods_seen(library, seen), "/api/v2") as url:
+        main(["contract", "--url", url, *args, "--read-only"])
+        read_only = capsys.readouterr().out
+        safe = set(seen)
+        seen.clear()
+        main(["contract", "--url", url, *args, "--operation", "listBooks"])
+        full = capsys.readouterr().out
+    assert safe and safe <= {"GET", "HEAD", "OPTIONS"}, safe
+    assert "POST /books" not in operation_lines(read_only), read_only
+    assert {"PUT", "DELETE"} <= set(seen)  # what read-only spared the target
+    assert "this run may change the target: it probes every path with methods it does not declare" in full
+    assert "this run may change" not in read_only
+
+
+def test_an_excluded_operation_is_never_called(capsys: pytest.CaptureFixture[str]):
+    seen: list[str] = []
+    with serving(on_request_of(vault_mock(), lambda environ: seen.append(environ["PATH_INFO"])), "/v1") as url:
+        code = vault_contract(url, "--exclude-operation", "whoAmI", "--exclude-operation", "GET /stats")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert set(operation_lines(output)) == {"GET /records"}, output
+    assert not {"/v1/me", "/v1/stats"} & set(seen)
+
+
+@pytest.mark.parametrize("source", ["file", "env"])
+def test_the_token_comes_from_a_file_or_the_environment(source: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]):
+    secret = tmp_path / "token"
+    secret.write_text("reader\n")
+    monkeypatch.setenv("NOTES_TOKEN", "reader")
+    given = ["--token-file", str(secret)] if source == "file" else ["--token-env", "NOTES_TOKEN"]
+    with serving(notes_mock()) as url:
+        code = main(["contract", "--url", url, "--spec", str(NOTES / "notes.yaml"), "--fixtures",
+                     str(NOTES / "fixtures"), *given, "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "answers: 200×" in operation_lines(output)["GET /notebooks/{notebookId}/notes"]
+
+
+def test_a_missing_token_source_is_a_usage_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["contract", "--token-file", str(tmp_path / "nope")]) == 2
+    assert "--token-file" in capsys.readouterr().err
+    assert main(["contract", "--token-env", "MOCKSERVER_NO_SUCH_VARIABLE"]) == 2
+    assert "no such environment variable" in capsys.readouterr().err
+
+
+def stalling_once(inner: Wsgi, seconds: float) -> Wsgi:
+    """`inner`, but the first call that carries the Notes token waits `seconds` before it is answered."""
+    stalled = threading.Event()
+
+    def stall(environ: dict[str, Any]) -> None:
+        if not stalled.is_set() and environ.get("HTTP_AUTHORIZATION") == "Bearer reader":
+            stalled.set()
+            time.sleep(seconds)
+
+    return on_request_of(inner, stall)
+
+
+def test_a_stalled_answer_gives_up_after_the_request_timeout(capsys: pytest.CaptureFixture[str]):
+    started = time.monotonic()
+    with serving(stalling_once(notes_mock(), 6)) as url:
+        code = contract(url, "--request-timeout", "0.5")
+        elapsed = time.monotonic() - started
+    output = capsys.readouterr().out
+    assert code == 1 and "Read timed out after 0.5 seconds" in output, output
+    assert elapsed < 6, elapsed  # it did not wait for the stalled answer
+
+
+def test_a_run_killed_mid_way_leaves_a_partial_junit_file(tmp_path: Path):
+    """As a CI timeout kills it: GET /me never answers, the run is killed while it waits, and the JUnit file
+    already holds the operations done (marked incomplete); stderr said what was done, one line per phase."""
+    report = tmp_path / "contract.xml"
+    release = threading.Event()
+
+    def hang_on_me(environ: dict[str, Any]) -> None:
+        if environ["PATH_INFO"].endswith("/me"):
+            release.wait(60)
+
+    server = Served(on_request_of(vault_mock(), hang_on_me))
+    process = subprocess.Popen([sys.executable, "-m", "mockserver", "contract", "--url", server.url + "/v1",
+                                *VAULT_ARGS, "--max-examples", "3", "--seed", "1", "--junit", str(report)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=DATA.parent.parent)
+    try:
+        assert process.stderr is not None
+        progress = [process.stderr.readline() for _ in range(2)]
+        assert all(line.startswith("mockserver contract: examples ") for line in progress), progress
+        assert "GET /records" in progress[0] and "GET /stats" in progress[1]
+        time.sleep(1)  # it now waits for GET /me
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+        release.set()
+        server.stop()
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")}["complete"] == "false"
+    assert {case.get("classname") for case in suite.iter("testcase")} >= {"GET /records", "GET /stats"}
+
+
+def ids_of_its_own(folder: Path) -> Path:
+    """The Kindgi fixtures as another deployment's data: every id of the form `acme.…` is `globex.…` there."""
+    shutil.copytree(KINDGI_FIXTURES, folder)
+    for path in folder.rglob("*.yaml"):
+        path.write_text(path.read_text().replace("acme.", "globex."))
+    return folder
+
+
+def test_a_deployment_with_ids_of_its_own_passes_with_ids_discovered_and_the_rest_from_data(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """None of the fixtures' ids exist there. The test sets it lists give a corrections set's id and version, and
+    a pairwise set the agent and project of an agent's cases; an eval suite's id is not listed anywhere: that
+    one comes from --data. Then every operation's success is checked, and the run passes."""
+    data = tmp_path / "data.yaml"
+    data.write_text("operations:\n  listEvalSuiteVersionCases:\n    - {suiteId: globex.drafting-accuracy, version: 1.2.0}\n")
+    with serving(create_app(KINDGI_SPEC, ids_of_its_own(tmp_path / "fixtures"), strict_auth=True), "") as url:
+        discovered_only = kindgi_contract(url)
+        output = capsys.readouterr().out
+        with_data = kindgi_contract(url, "--data", str(data))
+        passed = capsys.readouterr().out
+    assert discovered_only == 1, output
+    assert "ids discovered on the target: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output
+    assert [line.split(" (")[0].strip() for line in why(output)[1:]] == [NEVER_FOUND[1]], output
+    assert with_data == 0, passed
+    assert "values from --data: listEvalSuiteVersionCases (1)" in passed
+    assert all("answers: 200×" in line for line in operation_lines(passed).values()), passed
+
+
+def test_data_per_parameter_pairs_the_nth_values(tmp_path: Path):
+    data = tmp_path / "data.yaml"
+    data.write_text("parameters:\n  suiteId: [a.one, a.two]\n  version: 1.0.0\n")
+    combos = load_data(data, SpecIndex(KINDGI_SPEC))
+    assert combos["listEvalSuiteVersionCases"] == [{("path", "suiteId"): "a.one", ("path", "version"): "1.0.0"},
+                                                   {("path", "suiteId"): "a.two", ("path", "version"): "1.0.0"}]
+    assert combos["listTestSetVersionCases"] == [{("path", "version"): "1.0.0"}]
+
+
+@pytest.mark.parametrize("content, says", [
+    ("operations:\n  noSuchOperation: []\n", "no operation noSuchOperation"),
+    ("operations:\n  listTestSets:\n    - {nope: 1}\n", "listTestSets has no parameter nope"),
+    ("- just a list\n", "a mapping of `parameters` and `operations` is expected"),
+])
+def test_an_unusable_data_file_is_a_usage_problem(content: str, says: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]):
+    data = tmp_path / "data.yaml"
+    data.write_text(content)
+    assert main(["contract", "--data", str(data)]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_without_schemathesis_the_command_says_what_to_install():
+    blocked = ("import sys; sys.modules['schemathesis'] = None; from mockserver.cli import main; "
+               "raise SystemExit(main(['contract']))")
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, cwd=DATA.parent.parent)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("mockserver: `mockserver contract` needs Schemathesis: "
+                                   "pip install 'mockserver[contract]'")
+
+
+def test_an_order_failure_shows_the_sort_key_values_of_the_items(capsys: pytest.CaptureFixture[str]):
+    with serving(on_response(json_body(lambda page: page["notes"].reverse()))) as url:
+        assert contract(url) == 1
+    output = capsys.readouterr().out
+    assert re.search(r'got: +item \d+ \(written: "[\d-]+", id: "[^"]+"\) before item \d+ \(written: "[\d-]+", id: ',
+                     output), output
+
+
+def test_a_documented_rejection_of_valid_data_is_no_failure(capsys: pytest.CaptureFixture[str]):
+    """A deployment that answers a notebook it does not hold with its documented 400 (not 404): a schema-valid
+    request, rejected, but with an answer the operation documents, which is never held against it."""
+    with serving(on_response(status_instead("404", "400 BAD REQUEST"))) as url:
+        code = contract(url)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert re.search(r"^\s+ok\s+positive_data_acceptance", output, re.M), output
+
+
+def test_each_security_scheme_takes_a_credential_of_its_own(capsys: pytest.CaptureFixture[str]):
+    """No --token: a basic credential, a bearer token and the query API key each given for its own scheme."""
+    given = ["--spec", str(VAULT / "openapi.yaml"), "--fixtures", str(VAULT / "fixtures"),
+             "--auth-basic", "vault-key:any-password", "--auth-bearer", "vault-key", "--api-key", "api_key=vault-key"]
+    with serving(vault_mock(), "/v1") as url:
+        code = main(["contract", "--url", url, *given, "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert all("answers: 200×" in line for line in operation_lines(output).values()), output
+    contract = load_contract(VAULT / "openapi.yaml", VAULT / "fixtures", token="t", bearer="b",
+                             api_keys={"api_key": "k"})
+    assert {label: (one.headers, one.query) for label, one in contract.credentials.items()} == {
+        "GET /stats": ({}, {"api_key": "k"}), "GET /me": ({"Authorization": "Bearer b"}, {})}

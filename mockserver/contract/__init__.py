@@ -2,22 +2,37 @@
 Schemathesis, fed with real ids from the fixtures and with the API's own rules as extra checks."""
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TextIO
 
 from .credentials import Credentials, Sent
+from .data import DataError
 from .report import junit, text
 from .results import Finding, Gap, RunResult, fold
 from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Options, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "Finding", "Gap", "Options",
-           "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
+__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding", "Gap",
+           "Options", "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
 
 
-def check(options: Options, junit_path: Path | None = None) -> int:
+def check(options: Options, junit_path: Path | None = None, progress: TextIO = sys.stderr) -> int:
     """Run, print the report, write the JUnit file if asked: 0 when everything passed, else 1. Raises LoadError or
-    UnknownOperation (usage problems, exit 2 for the CLI) before any call."""
-    result = run(options)
+    UnknownOperation (usage problems, exit 2 for the CLI) before any call. As it goes, a line per operation and
+    phase on `progress`, and the JUnit file rewritten, so a run killed by a CI timeout leaves a partial report."""
+
+    def step(result: RunResult, phase: str, label: str) -> None:
+        op = result.operations.get(label)
+        if op is not None:
+            failures = sum(op.failed.values())
+            print(f"mockserver contract: {phase:<9} {label} · {sum(op.statuses.values())} answers, "
+                  f"{failures} failure(s)", file=progress, flush=True)
+        if junit_path is not None:
+            junit(result, junit_path, complete=False)
+
+    result = run(replace(options, on_progress=options.on_progress or step))
     print(text(result), flush=True)
     if junit_path is not None:
         junit(result, junit_path)

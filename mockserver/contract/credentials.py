@@ -22,13 +22,16 @@ PLACEHOLDER_PASSWORD = "secret"  # the mock reads the user of a basic credential
 
 @dataclass(frozen=True)
 class Credentials:
-    """What the run may send: a token (bearer, OAuth 2, OpenID Connect, API keys) and a basic user and password."""
+    """What the run may send: a token (bearer, OAuth 2, OpenID Connect, API keys) and a basic user and password;
+    `bearer` and `api_keys` (by the key's name) take the token's place for their schemes."""
 
     token: str | None = None
     basic: tuple[str, str] | None = None
+    bearer: str | None = None
+    api_keys: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return self.token is not None or self.basic is not None
+        return any(value is not None for value in (self.token, self.basic, self.bearer)) or bool(self.api_keys)
 
 
 @dataclass
@@ -63,15 +66,17 @@ def credential(scheme: Any, credentials: Credentials) -> Sent | None:
             return None
         user, password = credentials.basic
         return Sent(headers={"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()})
-    if credentials.token is None:
-        return None
     if kind == "apikey":
         name = str(scheme.get("name", ""))
-        return Sent(query={name: credentials.token}) if where == "query" else \
-            Sent(cookies={name: credentials.token}) if where == "cookie" else Sent(headers={name: credentials.token})
-    if (kind == "http" and http == "bearer") or kind in ("oauth2", "openidconnect"):
-        return Sent(headers={"Authorization": f"Bearer {credentials.token}"})
-    return None  # mutual TLS, HTTP digest …: nothing the run can send
+        key = credentials.api_keys.get(name, credentials.token)
+        if key is None:
+            return None
+        return Sent(query={name: key}) if where == "query" else \
+            Sent(cookies={name: key}) if where == "cookie" else Sent(headers={name: key})
+    bearer = credentials.bearer or credentials.token
+    if bearer is not None and ((kind == "http" and http == "bearer") or kind in ("oauth2", "openidconnect")):
+        return Sent(headers={"Authorization": f"Bearer {bearer}"})
+    return None  # mutual TLS, HTTP digest …, or no credential for the scheme: nothing the run can send
 
 
 def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]],

@@ -109,13 +109,22 @@ def add_examples(docs: DocumentSet, spec: SpecIndex, fixtures: FixtureSet, calle
         missing = _missing(op, combos[0])
         if missing is not None:
             named.append(("fixtures-missing", missing))
-        for example, combo in named:
-            for (location, name), value in combo.items():
-                parameter = _own_parameter(docs, op.path, node, location, name)
-                if parameter is not None:
-                    _add_example(parameter, example, value)
+        write(docs, op, named, "from the fixtures")
         added[op.id] = len(combos)
     return added
+
+
+def write(docs: DocumentSet, op: Operation, named: list[tuple[str, dict[tuple[str, str], Any]]], summary: str) -> None:
+    """Put each named combination of request values into the operation's parameters (in the description as
+    read) as examples of that name: Schemathesis sends equally-named examples of different parameters together."""
+    node = (docs.root.data.get("paths") or {}).get(op.path, {}).get(op.method.lower())
+    if not isinstance(node, dict):
+        return
+    for example, combo in named:
+        for (location, name), value in combo.items():
+            parameter = _own_parameter(docs, op.path, node, location, name)
+            if parameter is not None:
+                _add_example(parameter, example, value, summary)
 
 
 def _missing(op: Operation, combo: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any] | None:
@@ -159,8 +168,8 @@ def _fold(name: str, location: str) -> str:
     return name.lower() if location == "header" else name  # header names are case-insensitive
 
 
-def _add_example(parameter: dict[str, Any], name: str, value: Any) -> None:
+def _add_example(parameter: dict[str, Any], name: str, value: Any, summary: str) -> None:
     examples = parameter.setdefault("examples", {})
     if "example" in parameter:  # `example` and `examples` exclude each other: keep the description's as one
         examples["description"] = {"value": parameter.pop("example")}
-    examples[name] = {"summary": "from the fixtures", "value": value}
+    examples[name] = {"summary": summary, "value": value}

@@ -7,14 +7,13 @@ Whether the target honours it is asked first: a request it answered during the r
 `Prefer: code=S` for a status it did not answer; only an answer of status S says yes."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import requests
-from schemathesis.engine import from_schema
 from schemathesis.engine.recorder import Request
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from .results import OperationResult, RunResult, fold
+from .results import OperationResult, RunResult
 
 PREFER = "Prefer"
 _FOR_RANGE = {"1": 100, "2": 200, "3": 300, "4": 400, "5": 500}
@@ -78,9 +77,10 @@ def probe(result: RunResult, timeout: float | None) -> str | None:
     return None
 
 
-def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str], in_process: str | None) -> int:
-    """One examples-phase run per status to force, over the operations that declare it, each call with
-    `Prefer: code=S`; every answer folded into `result`. Returns how many statuses were forced."""
+def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str],
+          execute: Callable[[OpenApiSchema], None]) -> int:
+    """One examples-phase run (`execute`, which folds its answers into `result`) per status to force, over the
+    operations that declare it, each call with `Prefer: code=S`. Returns how many statuses were forced."""
     by_status: dict[int, list[str]] = {}
     for op in result.operations.values():
         for status in wanted(op):
@@ -94,8 +94,8 @@ def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str], in_
         examples.fill_missing = True  # an operation without examples still gets a call
         for status, labels in sorted(by_status.items()):
             schema.config.update(headers={**headers, PREFER: f"code={status}"})
-            for event in from_schema(schema.include(name=labels)).execute():
-                fold(result, event, in_process)
+            chosen = set(labels)  # a function filter: a `name` one may be there already (--operation)
+            execute(schema.include(lambda context, chosen=chosen: context.operation.label in chosen))
     finally:
         schema.config.update(headers=headers)
         config.update(phases=phases)

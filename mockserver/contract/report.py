@@ -3,12 +3,14 @@ the answers it did not apply to; then each failure with what was expected, what 
 it) and as CI systems read it (JUnit XML: one test case per operation and check, and one per gap)."""
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .checks import MUST_APPLY
 from .results import Finding, Gap, OperationResult, RunResult
 
+_SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
 
 
@@ -17,6 +19,9 @@ def text(result: RunResult) -> str:
              f"up to {result.max_examples} examples per operation", *_why(result)]
     if result.excused:
         lines += ["allowed untested (--allow-untested):", *(f"  {_gap(gap)}" for gap in result.excused)]
+    for source, counts in result.values.items():
+        shown = ", ".join(f"{op} ({n})" for op, n in counts.items()) or "none"
+        lines.append(f"{_SOURCES.get(source, source)}: {shown}")
     if result.examples:
         lines.append("ids from the fixtures: " + ", ".join(f"{op} ({n})" for op, n in result.examples.items()))
     lines += result.notes
@@ -125,11 +130,14 @@ def _field(name: str, value: str) -> list[str]:
     return [label + text_lines[0], *(" " * len(label) + line for line in text_lines[1:])]
 
 
-def junit(result: RunResult, path: Path) -> None:
+def junit(result: RunResult, path: Path, complete: bool = True) -> None:
     """JUnit XML: a test case per operation and check (failed, passed, or skipped when it did not apply), with its
-    counts as properties; a failed test case per gap, a skipped one per excused gap."""
+    counts as properties; a failed test case per gap, a skipped one per excused gap. `complete`: False while the
+    run goes on (the suite's `complete` property says so); the file is replaced whole, never left half-written."""
     suite = ET.Element("testsuite", name="mockserver contract", time=f"{result.elapsed:.3f}")
-    ET.SubElement(ET.SubElement(suite, "properties"), "property", name="seed", value=str(result.seed))
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="seed", value=str(result.seed))
+    ET.SubElement(properties, "property", name="complete", value=str(complete).lower())
     counts = {"tests": 0, "failures": 0, "errors": len(result.errors), "skipped": 0}
     for op in _operations(result):
         for check in result.checks:
@@ -174,4 +182,6 @@ def junit(result: RunResult, path: Path) -> None:
     root.append(suite)
     ET.indent(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    partial = path.with_name(path.name + ".part")
+    ET.ElementTree(root).write(partial, encoding="utf-8", xml_declaration=True)
+    os.replace(partial, path)

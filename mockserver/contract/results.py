@@ -83,6 +83,7 @@ class RunResult:
     seed: int
     max_examples: int
     examples: dict[str, int]  # operationId -> request value combinations from the fixtures
+    values: dict[str, dict[str, int]] = field(default_factory=dict)  # by source ("discovered", "data") likewise
     operations: dict[str, OperationResult] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)  # every check the run had, in the order they first ran

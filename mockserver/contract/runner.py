@@ -4,6 +4,7 @@ a run that could not check what it had to fails."""
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -14,19 +15,24 @@ from urllib.parse import urlsplit
 
 from schemathesis import Case
 from schemathesis.core.result import Ok
-from schemathesis.engine import from_schema
+from schemathesis.engine import events, from_schema
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..core.pipeline import Pipeline
+from ..core.spec import SpecIndex
 from ..testing import MockServer
+from . import data
 from .checks import OURS, must_apply
+from .credentials import Sent
+from .discovery import discover
 from .examples import usable_token
 from .force import force, probe
 from .gate import judge
 from .knowledge import KEY
 from .results import OperationResult, RunResult, fold
+from .safety import changes, read_only
 from .schema import Contract, load_contract
 
 DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 20 s in-process on 2 cores, well inside the 2-minute budget
@@ -41,6 +47,8 @@ class Options:
     url: str | None = None  # None: the mock, in-process
     token: str | None = None  # bearer, OAuth 2, OpenID Connect and API keys, where each operation wants it
     basic: tuple[str, str] | None = None  # user and password, for operations that take HTTP basic
+    bearer: str | None = None  # for bearer, OAuth 2 and OpenID Connect schemes, in the token's place
+    api_keys: dict[str, str] = field(default_factory=dict)  # by the key's name, in the token's place
     headers: dict[str, str] = field(default_factory=dict)
     max_examples: int = DEFAULT_MAX_EXAMPLES  # per operation and phase (the coverage phase is bounded by coverage_cap)
     seed: int | None = None  # None: a fresh one, reported so the run can be repeated
@@ -58,6 +66,11 @@ class Options:
     allow_untested: list[str] = field(default_factory=list)  # operations (operationId or label) excused by the gate
     min_responses: float | None = None  # percent of the declared responses the run must observe
     force: bool = True  # ask a target that honours `Prefer: code=` for every declared response (see force.py)
+    exclude: list[str] = field(default_factory=list)  # operations left out, by operationId or label
+    read_only: bool = False  # only safe methods: no unsafe operation, no probe with an unsafe method
+    on_progress: Callable[[RunResult, str, str], None] | None = None  # (result so far, phase, label) per scenario
+    data: Path | None = None  # request values known to exist on the target (see data.py)
+    discover: bool = True  # against a URL, read real ids from its list operations first (see discovery.py)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -74,41 +87,75 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     pipeline = server.pipeline if server else None
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # no token is declared: strict, the mock would answer every call 401
+    notes: list[str] = []
+
+    def values(spec: SpecIndex, sent: dict[str, Sent]) -> list[tuple[str, dict[str, list[Any]]]]:
+        found = [("data", data.load(options.data, spec))] if options.data else []
+        if options.url is not None and options.discover:
+            discovered, problems = discover(spec, options.url.rstrip("/"), sent, options.headers,
+                                            options.request_timeout, _callable(spec, options))
+            found.append(("discovered", discovered))
+            notes.extend(f"discovery: {problem}" for problem in problems)
+        return found
+
     contract = load_contract(options.spec, options.fixtures, token=options.token, basic=options.basic,
                              headers=options.headers, operations=options.operations,
                              default_token=options.url is None, pipeline=pipeline,
-                             security_parameters=options.security_parameters)
+                             security_parameters=options.security_parameters, values=values,
+                             bearer=options.bearer, api_keys=options.api_keys)
     allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:
         schema = schema.exclude(name_regex=regex)
-    checks, notes = _checks(options.checks, pipeline if contract.credentials else None)
+    if options.exclude:
+        schema = schema.exclude(name=contract.labels_of(options.exclude))
+    checks, left_out = _checks(options.checks, pipeline if contract.credentials else None)
+    notes += left_out
     _configure(schema, options, checks, seed, sanitize=options.url is not None)
+    if options.read_only:
+        schema = read_only(schema)
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
-                           notes=notes, min_responses=options.min_responses)
+                           notes=notes, min_responses=options.min_responses, values=contract.values)
         enabled = _enabled(checks)
         result.operations = _expected(schema, contract, enabled)
+        if options.url is not None and not options.read_only:
+            result.notes.append(changes(schema))
         in_process = f"http://{urlsplit(base_url).netloc}" if server else None
-        for event in from_schema(schema).execute():
-            fold(result, event, in_process)
+
+        def execute(part: OpenApiSchema) -> None:
+            for event in from_schema(part).execute():
+                fold(result, event, in_process)
+                if isinstance(event, events.ScenarioFinished) and options.on_progress is not None:
+                    options.on_progress(result, str(event.phase.value), event.recorder.label)
+
+        execute(schema)
         if options.force:
-            result.notes.append(_force(schema, result, options, in_process))
+            result.notes.append(_force(schema, result, options, execute))
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
     result.gaps, result.excused = judge(result.operations.values(), set(allowed))
     result.elapsed = time.monotonic() - started
     return result
 
 
-def _force(schema: OpenApiSchema, result: RunResult, options: Options, in_process: str | None) -> str:
+def _force(schema: OpenApiSchema, result: RunResult, options: Options,
+           execute: Callable[[OpenApiSchema], None]) -> str:
     """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
     honoured_on = probe(result, options.request_timeout)
     if honoured_on is None:
         return ("responses not forced: the target does not honour `Prefer: code=` (or answered no request it "
                 "could be tried on); declared responses it was not provoked into stay unobserved")
-    statuses = force(schema, result, options.headers, in_process)
+    statuses = force(schema, result, options.headers, execute)
     return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
+
+
+def _callable(spec: SpecIndex, options: Options) -> set[str]:
+    """The labels of the operations the run may call: chosen, not excluded nor skipped."""
+    labels = {op.id: f"{op.method.upper()} {op.path}" for op in spec.operations.values()}
+    chosen = {labels.get(name, name) for name in options.operations} if options.operations else set(labels.values())
+    chosen -= {labels.get(name, name) for name in options.exclude}
+    return {label for label in chosen if not any(re.search(regex, label) for regex in options.skip)}
 
 
 def _enabled(checks: dict[str, list[str]]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urljoin
 
 import schemathesis
@@ -13,10 +13,13 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..core.documents import DocumentSet
 from ..core.pipeline import Pipeline
-from ..core.spec import HTTP_METHODS
+from ..core.spec import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
-from .examples import add_examples, caller_for, usable_token
+from .examples import add_examples, caller_for, usable_token, write
+
+# request values from elsewhere, given the description and each operation's credentials: (source, by operationId)
+ValueSources = Callable[[SpecIndex, dict[str, Sent]], list[tuple[str, dict[str, list[dict[tuple[str, str], Any]]]]]]
 from .knowledge import annotate
 
 
@@ -31,6 +34,7 @@ class Contract:
     labels: dict[str, str] = field(default_factory=dict)  # every operation's label (`GET /path`) by operationId
     credentials: dict[str, Sent] = field(default_factory=dict)  # what each operation sends, by label
     source: Path | None = None  # the description, for messages
+    values: dict[str, dict[str, int]] = field(default_factory=dict)  # by source: operationId -> combinations
 
     @property
     def operations(self) -> list[str]:
@@ -45,15 +49,20 @@ class Contract:
 def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None,
                   basic: tuple[str, str] | None = None, headers: dict[str, str] | None = None,
                   operations: list[str] | None = None, default_token: bool = False,
-                  pipeline: Pipeline | None = None, security_parameters: bool = True) -> Contract:
+                  pipeline: Pipeline | None = None, security_parameters: bool = True,
+                  values: ValueSources | None = None, bearer: str | None = None,
+                  api_keys: dict[str, str] | None = None) -> Contract:
     """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
-    security requirement puts them (see `credentials.py`); `headers` ride on every call. `default_token`: with no
+    security requirement puts them (see `credentials.py`), `bearer` and `api_keys` (by the key's name) in the
+    token's place for their schemes; `headers` ride on every call. `default_token`: with no
     token given, call as the first usable token the fixtures declare, else as a placeholder any mock without
     declared tokens lets in, and with no basic credential, as that token's user (for the mock itself).
     `pipeline`: the mock's own, already built from `spec` and `fixtures`, so they are not read and checked twice.
-    `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`)."""
+    `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`).
+    `values`: request values from elsewhere (the target itself, a `--data` file), given each operation's
+    credentials: by source name, the combinations per operationId, sent as examples besides the fixtures'."""
     pipeline = pipeline or Pipeline.load(spec, fixtures)
     if default_token:
         token = token or usable_token(pipeline.auth) or PLACEHOLDER_TOKEN
@@ -64,17 +73,26 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     inline_operations(raw, docs)
     labels = dict(_labels(raw, docs))
     chosen = select(labels, operations or [], spec)
-    examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items()
-                if not operations or op in operations or labels.get(op) in chosen}
+    def wanted(op_id: str) -> bool:
+        return not operations or op_id in operations or labels.get(op_id) in chosen
+
+    sent = per_operation(raw, docs, pipeline.spec.security_schemes,
+                         Credentials(token, basic, bearer, dict(api_keys or {})))
+    found: dict[str, dict[str, int]] = {}
+    for source, combos in (values(pipeline.spec, sent) if values else []):
+        for op_id, listed in combos.items():
+            write(docs, pipeline.spec.operations[op_id], [(f"{source}-{i}", c) for i, c in enumerate(listed, 1)],
+                  f"{source}")
+        found[source] = {op_id: len(listed) for op_id, listed in combos.items() if wanted(op_id)}
+    examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items() if wanted(op)}
     annotate(docs, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
-    sent = per_operation(raw, docs, pipeline.spec.security_schemes, Credentials(token, basic))
     apply(schema, sent, headers or {}, security_parameters=security_parameters)
     if operations:
         schema = schema.include(name=chosen)
     schema.hook(filter_failure)
-    return Contract(schema, examples, labels, sent, spec)
+    return Contract(schema, examples, labels, sent, spec, found)
 
 
 def _labels(raw: dict[str, Any], docs: DocumentSet) -> list[tuple[str, str]]:

@@ -1,0 +1,181 @@
+"""Real ids from the deployment itself, before anything is generated: the ids the mock's fixtures hold rarely exist
+on a real deployment (other data, another tenant), and calls with them only reach 404s.
+
+The run calls each list operation (a `GET` that needs no path value and no query value it has no default for)
+with its own credentials, once as it is and once per value of each of its enum query parameters, and reads the
+items of the JSON answers (objects in an array, at the top or one level down). An operation that needs path (or
+required query) values then gets each from one item: a field of the parameter's own name (at any depth:
+`spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource (`testSetId` and the
+items of `/v1/test-sets`). All of an operation's values come from the same item, so they belong together (a test
+set's id with its version), and each must fit the parameter's schema."""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+import requests
+
+from ..core.documents import DocumentSet, RefError
+from ..core.spec import Operation, Parameter, SpecIndex
+from .credentials import Sent
+
+Combo = dict[tuple[str, str], Any]
+PER_OPERATION = 3  # combinations per operation, as from the fixtures
+CANDIDATES = 100  # at most this many combinations tried per operation (a GET each) …
+ENOUGH = 2 * PER_OPERATION  # … until this many answered with success: the longest lists of those are kept
+MAX_ENUM_VALUES = 10  # calls per enum query parameter of a list
+_DEPTH = 3
+_SCALARS = (str, int, float, bool)
+
+
+def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dict[str, str],
+             timeout: float | None, allowed: set[str]) -> tuple[dict[str, list[Combo]], list[str]]:
+    """By operationId, the combinations of request values found; and what went wrong, for the report. Only the
+    `allowed` operations (by label: those the run calls) are called."""
+    items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
+    problems: list[str] = []
+    for op in spec.operations.values():
+        if not _is_list(op) or f"{op.method.upper()} {op.path}" not in allowed:
+            continue
+        credentials = sent.get(f"{op.method.upper()} {op.path}") or Sent()
+        for query in _queries(op, spec.docs):
+            found, problem = _items(base_url + op.path, {**credentials.query, **query},
+                                    {**headers, **credentials.headers}, credentials.cookies, timeout)
+            items += [(_resource(op.path), item) for item in found or []]
+            if problem:
+                problems.append(f"{op.method.upper()} {op.path}: {problem}")
+                break
+    combos: dict[str, list[Combo]] = {}
+    for op in spec.operations.values():
+        candidates = _bind(op, items)
+        credentials = sent.get(f"{op.method.upper()} {op.path}") or Sent()
+        tried = op.method.upper() == "GET" and f"{op.method.upper()} {op.path}" in allowed
+        ranked = _rank(op, candidates, base_url, credentials, headers, timeout) if tried else candidates
+        if ranked:
+            combos[op.id] = ranked[:PER_OPERATION]
+    return combos, list(dict.fromkeys(problems))
+
+
+def _rank(op: Operation, candidates: list[Combo], base_url: str, credentials: Sent, headers: dict[str, str],
+          timeout: float | None) -> list[Combo]:
+    """The candidates the target answers with success, the longest lists first (their pages have a next one, so
+    the cursor checks get to walk them)."""
+    scored: list[tuple[int, int, Combo]] = []
+    for index, combo in enumerate(candidates[:CANDIDATES]):
+        if len(scored) >= ENOUGH:
+            break
+        path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
+        query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
+        found, _ = _items(base_url + path, {**credentials.query, **query}, {**headers, **credentials.headers},
+                          credentials.cookies, timeout)
+        if found is not None:
+            scored.append((-len(found), index, combo))
+    return [combo for _, _, combo in sorted(scored, key=lambda entry: entry[:2])]
+
+
+def _needed(op: Operation) -> list[Parameter]:
+    return [p for p in op.parameters if p.location == "path"
+            or (p.location == "query" and p.required and not _has_default(p))]
+
+
+def _has_default(parameter: Parameter) -> bool:
+    return isinstance(parameter.schema.node, dict) and "default" in parameter.schema.node if parameter.schema else False
+
+
+def _is_list(op: Operation) -> bool:
+    return op.method.upper() == "GET" and not _needed(op)
+
+
+def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
+    yield {}
+    for p in op.parameters:
+        node = _schema(p, docs)
+        if p.location == "query" and isinstance(node, dict) and isinstance(node.get("enum"), list):
+            for value in node["enum"][:MAX_ENUM_VALUES]:
+                if isinstance(value, _SCALARS):
+                    yield {p.name: str(value).lower() if isinstance(value, bool) else str(value)}
+
+
+def _schema(parameter: Parameter, docs: DocumentSet) -> Any:
+    """The parameter's schema, `$ref`s followed."""
+    if parameter.schema is None:
+        return None
+    node, uri = parameter.schema.node, parameter.schema.uri
+    for _ in range(_DEPTH * 8):
+        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
+            return node
+        try:
+            node, uri = docs.resolve(node["$ref"], uri)
+        except RefError:
+            return None
+    return None
+
+
+def _items(url: str, query: dict[str, str], headers: dict[str, str], cookies: dict[str, str],
+           timeout: float | None) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The items of a success answer (None for any other answer), and what went wrong."""
+    try:
+        response = requests.get(url, params=query, headers=headers, cookies=cookies, timeout=timeout or 10)
+    except requests.RequestException as exc:
+        return None, type(exc).__name__
+    if response.status_code in (401, 403):
+        return None, f"answered {response.status_code}"
+    if not 200 <= response.status_code < 300:
+        return None, None
+    try:
+        body = response.json()
+    except ValueError:
+        return [], None
+    return list(_objects_in_arrays(body)), None
+
+
+def _objects_in_arrays(body: Any) -> Iterator[dict[str, Any]]:
+    candidates = [body, *(body.values() if isinstance(body, dict) else [])]
+    for value in candidates:
+        if isinstance(value, list):
+            yield from (item for item in value if isinstance(item, dict))
+
+
+def _resource(path: str) -> str:
+    """The singular camelCase name of a list's resource: `/v1/test-sets` -> `testSet`."""
+    static = [part for part in path.split("/") if part and not part.startswith("{")]
+    words = re.split(r"[-_]", static[-1]) if static else [""]
+    name = words[0].lower() + "".join(word.capitalize() for word in words[1:])
+    return name[:-1] if name.endswith("s") else name
+
+
+def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """(leaf name, value) of every scalar in an item, shallowest first."""
+    if not isinstance(item, dict) or depth > _DEPTH:
+        return
+    nested = []
+    for key, value in item.items():
+        if isinstance(value, _SCALARS):
+            yield key, value
+        elif isinstance(value, dict):
+            nested.append(value)
+    for value in nested:
+        yield from _fields(value, depth + 1)
+
+
+def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]]) -> list[Combo]:
+    needed = _needed(op)
+    if not needed:
+        return []
+    combos: list[Combo] = []
+    for resource, item in items:
+        fields: dict[str, Any] = {}
+        for name, value in _fields(item):
+            fields.setdefault(name, value)
+        combo: Combo = {}
+        for p in needed:
+            value = fields.get(p.name)
+            if value is None and p.name.lower() in (resource.lower() + "id", resource.lower() + "_id"):
+                value = item.get("id")
+            if value is None or (p.schema is not None and not p.schema.validator.is_valid(value)):
+                break
+            combo[(p.location, p.name)] = value
+        else:
+            if combo not in combos:
+                combos.append(combo)
+    return combos

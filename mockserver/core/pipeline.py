@@ -17,19 +17,19 @@ from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
-from .errors import LoadError, MockError, Problem
+from .errors import LoadError, MockError
 from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse
 from .journal import Journal
 from .negotiation import negotiate
 from .pagination import CursorSealer
-from .request_validation import RequestValidator, ValidRequest, coerce
+from .request_validation import RequestValidator, ValidRequest
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
-from .scenarios import Effect, ScenarioError, Scenarios, declared_message
-from .schemas import instance_pointer, iter_errors
-from .spec import Header, Operation, SpecIndex, range_status
+from . import startup
+from .scenarios import Effect, Scenarios, declared_message
+from .spec import Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
 from .xml_body import XmlWriter, is_xml
 
@@ -95,20 +95,22 @@ class Pipeline:
         # process sharing it
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
                                seed=self.options.seed)
-        self.header_values = self._declared_header_values()
+        self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
         self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
-        self.scenarios = Scenarios(spec.operations, self.store, self.check_scenario_body)
+        self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body)
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]
         self.new_request_id = self._request_id_maker()
         # values the mock itself sets: checked here once, so requests only check they are present
         self._fixed_headers = frozenset({self.request_id_header.lower()} | {
             name.lower() for values in self.header_values.values() for name in values})
-        problems = fixtures.problems + self.answers.problems + self._check_error_envelope()
-        problems += self._check_fixed_headers()
-        problems += self._load_scenarios()
+        problems = fixtures.problems + self.answers.problems
+        problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
+        problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,
+                                                self.new_request_id())
+        problems += startup.load_scenarios(fixtures, self.scenarios)
         if problems:
             raise LoadError(problems)
         self.warnings = spec.warnings + self.answers.warnings  # said once, at start-up, by whoever serves
@@ -124,111 +126,13 @@ class Pipeline:
             raise LoadError(exc.problems + fixtures.problems) from None
         return cls(spec, fixtures, options, store)
 
-    # -- start-up checks -----------------------------------------------------------------------------------
-    def _declared_header_values(self) -> dict[tuple[str, int], dict[str, str]]:
-        """Values for the headers each response must carry (`Retry-After` on a 503), from the description's
-        examples or defaults, else generated, and for the optional ones it gives an example of (a `nonce` with
-        `example: abc`), as Prism sends them: fixed at start-up."""
-        values: dict[tuple[str, int], dict[str, str]] = {}
-        for op in self.spec.operations.values():
-            for status, response in op.responses.items():
-                if not status.isdigit():
-                    continue
-                for header in response.headers.values():
-                    if not (header.required or header.examples) or \
-                            header.name.lower() == self.request_id_header.lower():
-                        continue
-                    values.setdefault((op.id, int(status)), {})[header.name] = self._header_example(op, header)
-        return values
-
-    def _header_example(self, op: Operation, header: Header) -> str:
-        if header.examples:
-            return _text(header.examples[0])
-        if header.schema is None:
-            return "1"
-        rng = self.answers.rng(f"{op.id}|{header.name}")
-        return _text(self.answers.generator.generate(header.schema.node, header.schema.uri, rng, static=True))
-
-    def _load_scenarios(self) -> list[Problem]:
-        problems = []
-        for located in self.fixtures.scenarios:
-            try:
-                self.scenarios.compile(located.value, "fixtures")
-            except ScenarioError as exc:
-                problems.append(located.doc.problem(located.pointer + exc.pointer, str(exc), exc.rule))
-        if not problems:
-            self.scenarios.set_baseline([loc.value for loc in self.fixtures.scenarios])
-        return problems
-
-    def check_scenario_body(self, op: Operation, status: int, payload: Any) -> None:
-        """A scenario's own body must fit the description, like any fixture."""
-        response = op.response(status)
-        media = pick_media_type(response.content) if response else None
-        if media is None or media.schema is None:
-            return
-        for error in iter_errors(media.schema.validator, payload):
-            raise ScenarioError(f"the body breaks the {op.id} {status} schema: {error.message}",
-                                "/body" + instance_pointer(error), str(error.validator))
-
-    def _check_fixed_headers(self) -> list[Problem]:
-        """The request id the mock makes, and the header values fixed at start-up, fit their schemas."""
-        problems = []
-        sample = {self.request_id_header.lower(): self.new_request_id()}
-        for op in self.spec.operations.values():
-            for status, response in op.responses.items():
-                values = {**sample, **{k.lower(): v for k, v in self.header_values.get(
-                    (op.id, int(status)) if status.isdigit() else (op.id, 0), {}).items()}}
-                for header in response.headers.values():
-                    value = values.get(header.name.lower())
-                    if value is None or header.schema is None:
-                        continue
-                    for error in iter_errors(header.schema.validator, coerce(value, header.kinds)):
-                        file, line, pointer = self.spec.docs.location(header.schema.uri)
-                        problems.append(Problem(file, pointer, f"the mock's value {value!r} for {header.name} does "
-                                                f"not fit its schema: {error.message}", str(error.validator), line))
-                        break
-        return problems
-
-    def _check_error_envelope(self) -> list[Problem]:
-        """The envelope, filled, must fit every error response the description declares. An envelope declared in
-        the fixtures that does not fit is a problem; the default (RFC 7807) that does not fit an API's own error
-        schema gives way to that response's example, or a body generated from its schema, made here once."""
-        problems = []
-        declared = "errors" in self.fixtures.settings
-        for op in self.spec.operations.values():
-            for key, response in op.responses.items():
-                status = _error_status(key)
-                if status is None:
-                    continue
-                media_type = self.errors.media_type_for(status, op)
-                media = response.content.get(media_type)
-                if media is None or media.schema is None:
-                    continue
-                sample = self.errors.body(MockError(status, "sample", details={"sample": True}), "req_sample", op)
-                error = next(iter_errors(media.schema.validator, sample), None)
-                if error is None:
-                    continue
-                if declared:
-                    file, line, pointer = self.spec.docs.location(media.schema.uri)
-                    problems.append(Problem(file, pointer, f"the error envelope from the fixtures' settings does not "
-                                            f"fit {op.id} {key}: {error.message}", str(error.validator), line))
-                    continue
-                body = next(iter(media.examples.values()), None) if media.examples else None
-                example = body is not None
-                if body is None:
-                    rng = self.answers.rng(f"{op.id}|{key}|error")
-                    body = self.answers.generator.generate(media.schema.node, media.schema.uri, rng, static=True)
-                self.errors.use_description(op, key, media.name, body, media.schema.validator.is_valid,
-                                            example=example)
-        return problems
-
     # -- request path --------------------------------------------------------------------------------------
     def _request_id_maker(self) -> Callable[[], str]:
         """Request ids shaped as the description declares them: `req_<hex>`, or a UUID where it says `uuid`."""
         for maker in (lambda: "req_" + uuid.uuid4().hex, lambda: str(uuid.uuid4())):
             if self._fits_id_schemas(maker()):
                 return maker
-        return lambda: str(uuid.uuid4())  # _check_fixed_headers says why it does not fit
+        return lambda: str(uuid.uuid4())  # startup.check_fixed_headers says why it does not fit
 
     def _fits_id_schemas(self, value: str) -> bool:
         return all(schema.validator.is_valid(value) for schema in self._id_schemas)
@@ -420,15 +324,6 @@ def _preferred_status(op: Operation, code: str) -> int:
                     details={"preferred": code, "declared": op.declared_statuses})
 
 
-def _error_status(key: str) -> int | None:
-    """The status a mock-made error would take under a response key: `404`, `4XX` (as 400), `default` (as 400)."""
-    if key.isdigit():
-        return int(key) if int(key) >= 400 else None
-    if key in ("4XX", "5XX"):
-        return int(key[0]) * 100
-    return 400 if key == "default" else None
-
-
 def serialize(payload: Any, media_type: str | None) -> bytes:
     if payload is None:
         return b"null" if media_type and "json" in media_type else b""  # JSON's null is a body; no content is not
@@ -442,7 +337,3 @@ def serialize(payload: Any, media_type: str | None) -> bytes:
 
 
 _PLAIN_XML = XmlWriter(None)
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else str(value)

@@ -1,6 +1,8 @@
 """The three answer sources, in order: fixture, example, generated; and the Prefer header that picks one."""
 import json
 
+import pytest
+
 from conftest import body
 from mockserver import create_app
 
@@ -339,3 +341,32 @@ def test_a_limit_inside_an_object_parameter_sizes_the_list(write):
     spec = COHERENT.replace("{name: limit, in: query, schema: {type: integer, default: 50}}", page)
     client = create_app(write("spec.yaml", spec)).test_client()
     assert len(body(client.get("/dags?limit=4"))["dags"]) == 4
+
+
+def test_a_deprecated_operation_says_so_in_a_header(write):
+    spec = write("old.yaml", """
+        openapi: 3.1.0
+        info: {title: old, version: '1'}
+        paths:
+          /old:
+            get:
+              operationId: getOld
+              deprecated: true
+              responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
+          /new:
+            get:
+              operationId: getNew
+              responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
+    """)
+    client = create_app(spec).test_client()
+    assert client.get("/old").headers["Deprecation"] == "true"
+    assert "Deprecation" not in client.get("/new").headers
+
+
+@pytest.mark.parametrize("media_type, expected", [
+    ("application/json", True), ("application/problem+json; charset=utf-8", True), ("APPLICATION/JSON", True),
+    ("application/x-ndjson", False), ("text/plain", False), (None, False)])
+def test_one_answer_to_is_this_json(media_type, expected):
+    from mockserver.core.http import is_json
+
+    assert is_json(media_type) is expected

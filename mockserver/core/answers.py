@@ -16,6 +16,7 @@ from .envelope import fill
 from .errors import MockError, Problem
 from .fixtures import Collection, FixtureSet, Located
 from .generation import GenerationError, SchemaGenerator
+from .http import is_json
 from .negotiation import negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery, page_names, to_json
@@ -76,11 +77,6 @@ class OperationFixture:
 def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
     """JSON first, as most clients expect it; otherwise the first declared."""
     return negotiate(content, None)
-
-
-def is_json(media_type: str | None) -> bool:
-    base = (media_type or "").split(";")[0].strip().lower()
-    return base == "application/json" or base.endswith("+json")
 
 
 class Answers:

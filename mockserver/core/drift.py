@@ -11,9 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .answers import is_json
 from .errors import MockError
-from .http import MockRequest
+from .http import MockRequest, is_json
 from .request_validation import ValidRequest, match_media_type
 from .response_validation import header_problems
 from .schemas import instance_pointer, iter_errors

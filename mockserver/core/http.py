@@ -8,6 +8,13 @@ from urllib.parse import parse_qsl
 _UNPARSED: Any = object()
 
 
+def is_json(media_type: str | None) -> bool:
+    """The one answer to "is this JSON?": application/json, or any type with the +json suffix (RFC 6839), with or
+    without parameters."""
+    base = (media_type or "").split(";")[0].strip().lower()
+    return base == "application/json" or base.endswith("+json")
+
+
 def parse_query(text: str, *, strict: bool = False) -> dict[str, list[str]]:
     """`a=1&b=2&a=3` as values by name (a repeated name keeps each); `strict` raises UnicodeDecodeError where a
     percent-escape is not UTF-8 (else it is replaced)."""

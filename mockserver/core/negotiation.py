@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from .errors import MockError
+from .http import is_json
 
 T = TypeVar("T")
 
@@ -49,7 +50,7 @@ def negotiate(offered: dict[str, T], accept: str | None) -> T | None:
     """The offered media type the client prefers; JSON first among equals; None when nothing is offered."""
     if not offered:
         return None
-    names = sorted(offered, key=lambda n: not (n == "application/json" or n.endswith("+json")))
+    names = sorted(offered, key=lambda n: not is_json(n))
     if not accept or not accept.strip():
         return offered[names[0]]
     ranges = _ranges(accept)

@@ -19,7 +19,7 @@ from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .errors import LoadError, MockError
 from .fixtures import FixtureSet, load_fixtures
-from .http import MockRequest, MockResponse
+from .http import MockRequest, MockResponse, is_json
 from .journal import Journal
 from .negotiation import negotiate
 from .pagination import CursorSealer
@@ -192,6 +192,8 @@ class Pipeline:
         answer = self._answer(op, ctx, prefer, request, effect)
         headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
                    self.request_id_header: request_id}
+        if op.deprecated:
+            headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
         if self.options.validate_responses:
             check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                            answer.origin, body_checked=answer.prechecked,
@@ -326,10 +328,10 @@ def _preferred_status(op: Operation, code: str) -> int:
 
 def serialize(payload: Any, media_type: str | None) -> bytes:
     if payload is None:
-        return b"null" if media_type and "json" in media_type else b""  # JSON's null is a body; no content is not
+        return b"null" if is_json(media_type) else b""  # JSON's null is a body; no content is not
     if isinstance(payload, bytes):
         return payload
-    if media_type and "json" not in media_type and isinstance(payload, str):
+    if media_type and not is_json(media_type) and isinstance(payload, str):
         return payload.encode()
     if is_xml(media_type):
         return _PLAIN_XML.write(payload, None, "")

@@ -12,7 +12,7 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
 from .errors import MockError
-from .http import MockRequest, parse_query
+from .http import MockRequest, is_json, parse_query
 from .documents import pointer_join
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
@@ -266,7 +266,7 @@ class RequestValidator:
             raise MockError(415, f"unsupported Content-Type {content_type or '(none)'!r}; this operation takes "
                                  + ", ".join(body.content),
                             details={"contentType": content_type, "accepted": list(body.content)})
-        if "json" in media.name:
+        if is_json(media.name):
             try:
                 value = json.loads(request.body)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:

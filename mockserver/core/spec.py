@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 
 from .documents import Document, DocumentSet, RefError, pointer_join
 from .errors import LoadError, Problem
+from .http import is_json
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -346,7 +347,7 @@ class SpecIndex:
         elif entries := self._entries(node.get("content"), pointer_uri(uri, "content"), "`content`"):
             media, media_node, media_uri = entries[0]
             schema = self._schema(media_node.get("schema"), pointer_uri(media_uri, "schema"))
-            json_content = "json" in media
+            json_content = is_json(media)
         return Parameter(
             name=str(node["name"]),
             location=location,

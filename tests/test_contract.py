@@ -26,7 +26,7 @@ from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.data import load as load_data
-from mockserver.contract.examples import caller_for, derive
+from mockserver.core.fixture_values import caller_for, derive
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
 from mockserver.web.app import pipeline_of

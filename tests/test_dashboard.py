@@ -106,6 +106,54 @@ def test_a_call_with_the_pages_own_controls(page):
     expect(agents.locator("[data-percent]")).to_have_text("18.2 % (2 of 11)")
 
 
+@pytest.mark.parametrize("operation_id", ["listTestSets", "listTestSetVersionCases", "listAgentTestSetCases",
+                                          "listEvalSuiteVersionCases"])
+def test_every_try_answers_on_its_first_click(page, operation_id):
+    """The forms are filled with ids the fixtures hold (not the description's examples), so no first click 404s."""
+    operation = card(page, operation_id)
+    operation.get_by_role("button", name="Try").click()
+    expect(operation.locator(".result")).to_have_text("200 OK")
+
+
+def test_a_page_on_another_origin_sets_its_own_error_case(browser, server):
+    """Storybook, Cypress or a component test in the browser: the control API answers CORS, so a page served
+    elsewhere sets a scenario and then sees it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = b"<!doctype html><title>other origin</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{other.server_address[1]}"
+    context = browser.new_context()
+    try:
+        opened = context.new_page()
+        opened.goto(origin + "/")
+        statuses = opened.evaluate("""async (mock) => {
+            const set = await fetch(mock + "/__mock/scenarios", {method: "POST", headers: {"Content-Type":
+              "application/json"}, body: JSON.stringify({operationId: "listTestSets", status: 503, times: 1})});
+            const first = await fetch(mock + "/v1/test-sets", {headers: {Authorization: "Bearer demo-token"}});
+            const refused = await fetch(mock + "/v1/test-sets");
+            return [set.status, first.status, first.headers.get("Retry-After"), refused.status,
+                    refused.headers.get("WWW-Authenticate") !== null];
+        }""", server.url)
+    finally:
+        context.close()
+        other.shutdown()
+    assert statuses == [201, 503, "2", 401, True]
+
+
 def test_one_click_makes_the_next_call_fail(page):
     test_sets = card(page, "listTestSets")
     test_sets.locator('button[data-fail="503"]').click()

@@ -20,10 +20,11 @@ from schemathesis.core.failures import Failure, ServerError
 from schemathesis.openapi.checks import RejectedPositiveData
 
 from ..core.auth import Caller
+from ..core.fixture_values import rule_context
 from ..core.query import version_key
 from ..core.rules import compile_condition, field_getter
 from .force import forced
-from .knowledge import KEY, find, rule_context
+from .knowledge import KEY, find
 
 MAX_PAGES = 20  # a cursor walk follows at most this many pages
 PROBES_PER_OPERATION = 3  # cursor walks (and tampered cursors) per operation and run: each costs requests

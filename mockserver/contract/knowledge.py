@@ -25,8 +25,6 @@ from ..core.documents import DocumentSet, RefError
 from ..core.envelope import dig
 from ..core.fixtures import FixtureSet
 from ..core.query import page_names
-from ..core.request_validation import ValidRequest
-from ..core.rules import Context
 from ..core.spec import Operation, SpecIndex
 from . import stated
 
@@ -105,16 +103,6 @@ def _parameter(docs: DocumentSet, path: str, node: dict[str, Any], location: str
         if isinstance(resolved, dict) and resolved.get("in") == location and resolved.get("name") == name:
             return resolved
     return None
-
-
-def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:
-    """A request as the fixtures' rules read it: the values sent, by (location, name), and the caller."""
-    request = ValidRequest()
-    for (location, name), value in sent.items():
-        key = name.lower() if location == "header" else name
-        getattr(request, location)[key] = value
-        request.sent.add((location, key))
-    return Context(request, caller)
 
 
 def resolve_local(docs: DocumentSet, node: Any) -> Any:

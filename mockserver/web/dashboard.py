@@ -23,6 +23,7 @@ from flask import Blueprint, Response, render_template, send_from_directory
 
 from ..core.answers import pick_media_type
 from ..core.errors import MockError
+from ..core.fixture_values import caller_for, derive, usable_token
 from ..core.pipeline import Pipeline
 from ..core.spec import Operation, SpecIndex, examples_of
 from .control import PREFIX, session_param
@@ -107,13 +108,16 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
 
 def _build_view(pipeline: Pipeline) -> _View:
     spec = pipeline.spec
+    caller = caller_for(pipeline.auth, usable_token(pipeline.auth))
+    held = {op_id: found[0] for op_id in spec.operations
+            if (found := derive(pipeline.fixtures, op_id, caller))}  # values the fixtures hold, per operation
     groups: dict[str, list[OperationView]] = {}
     for op in spec.operations.values():
         group = op.tags[0] if op.tags else "/" + op.path.strip("/").split("/")[0]
         groups.setdefault(group, []).append(OperationView(
             op, _fixture_items(pipeline, op.id),
             [int(s) for s in op.declared_statuses if s.isdigit() and int(s) >= 400],
-            _sample_url(spec, op), _sample_body(op)))
+            _sample_url(spec, op, held.get(op.id, {})), _sample_body(op)))
     root, description = _description_files(spec)
     return _View(groups, description, root)
 
@@ -141,11 +145,18 @@ def _sample(spec: SpecIndex, op: Operation, location: str, required_only: bool) 
     return found
 
 
-def _sample_url(spec: SpecIndex, op: Operation) -> str:
+def _sample_url(spec: SpecIndex, op: Operation, held: dict[tuple[str, str], Any]) -> str:
+    """The "Try" form's first URL: values the fixtures hold (a first click answers, not 404), else the
+    description's examples."""
+    def sample(location: str) -> dict[str, str]:
+        wanted = {p.name for p in op.parameters if p.location == location and p.required}
+        return {**_sample(spec, op, location, required_only=True),
+                **{name: str(value) for (where, name), value in held.items() if where == location and name in wanted}}
+
     path = op.path
-    for name, value in _sample(spec, op, "path", required_only=True).items():
+    for name, value in sample("path").items():
         path = path.replace("{" + name + "}", quote(value, safe=""))
-    query = urlencode({**op.query_match, **_sample(spec, op, "query", required_only=True)}, safe=",")
+    query = urlencode({**op.query_match, **sample("query")}, safe=",")
     return spec.base_path + path + (f"?{query}" if query else "")
 
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from conftest import DEMO, KINDGI_FIXTURES, OTHER, SAMPLE_PROJECT, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, OTHER, SAMPLE_PROJECT, body
 
 TENANT_A = "6f1d2c3b-8a4e-4f5a-9b7c-1d2e3f4a5b6c"
 TENANT_B = "a3c5e7f9-1b2d-4e6f-8a0c-2e4f6a8c0e1b"
@@ -298,3 +298,58 @@ def test_foreign_cursors(kindgi):
     version_cursor = first_cursor(kindgi, "/v1/test-sets/acme.drafting.corrections/versions/1.1.0/cases?limit=2")
     wrong_version = "/v1/test-sets/acme.drafting.corrections/versions/1.0.0/cases?cursor=" + version_cursor
     assert cursor_reason(kindgi.get(wrong_version, headers=DEMO)) == "foreign"
+
+
+def _error_examples(node: Any, pointer: str = "") -> dict[str, Any]:
+    """Every example of an error envelope in the description, by the JSON pointer of its value."""
+    found: dict[str, Any] = {}
+    if isinstance(node, dict):
+        for key, sub in node.items():
+            here = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            if key == "example" and isinstance(sub, dict) and "error" in sub:
+                found[here] = sub
+            elif key == "examples" and isinstance(sub, dict):
+                found.update({f"{here}/{name}/value": ex["value"] for name, ex in sub.items()
+                              if isinstance(ex, dict) and isinstance(ex.get("value"), dict) and "error" in ex["value"]})
+            else:
+                found.update(_error_examples(sub, here))
+    return found
+
+
+def _shape(value: Any) -> Any:
+    """Keys and kinds, not values: what client code written against the example relies on."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return type(value).__name__
+
+
+ERROR_CASES = {  # each error example of the description, and a request that makes the mock answer that case
+    "/paths/~1v1~1test-sets/get/responses/400/content/application~1json/examples/badInput/value":
+        ("/v1/test-sets?kind=precision", DEMO),
+    "/paths/~1v1~1test-sets/get/responses/400/content/application~1json/examples/scopeInvalid/value":
+        (f"/v1/test-sets?scopeKind=tenant&scopeId={SAMPLE_PROJECT}", DEMO),
+    "/paths/~1v1~1agents~1{agentId}~1test-set~1cases/get/responses/400/content/application~1json/example":
+        ("/v1/agents/acme.drafting/test-set/cases?projectId=acme-prod", DEMO),
+    "/paths/~1v1~1agents~1{agentId}~1test-set~1cases/get/responses/404/content/application~1json/example":
+        (f"/v1/agents/acme.nobody/test-set/cases?projectId={SAMPLE_PROJECT}", DEMO),
+    "/components/responses/BadVersionOrCursor/content/application~1json/examples/badVersion/value":
+        ("/v1/test-sets/acme.drafting.corrections/versions/1.2/cases", DEMO),
+    "/components/responses/BadVersionOrCursor/content/application~1json/examples/badCursor/value":
+        ("/v1/test-sets/acme.drafting.corrections/versions/1.1.0/cases?cursor={foreign}", DEMO),
+    "/components/responses/DatabaseBusy/content/application~1json/example":
+        ("/v1/test-sets", {**DEMO, "Prefer": "code=503"}),
+}
+
+
+def test_every_error_example_has_the_shape_the_mock_serves(kindgi):
+    """UI code written against the description's examples works against the mock: same keys, same kinds."""
+    examples = _error_examples(yaml.safe_load(KINDGI_SPEC.read_text()))
+    assert set(examples) == set(ERROR_CASES)
+    foreign = body(kindgi.get("/v1/test-sets?limit=1", headers=DEMO))["nextCursor"]
+    for pointer, (path, headers) in ERROR_CASES.items():
+        answer = body(kindgi.get(path.format(foreign=foreign), headers=headers))
+        example = examples[pointer]
+        assert answer["error"]["code"] == example["error"]["code"], pointer
+        assert _shape(answer) == _shape(example), (pointer, answer)

@@ -55,7 +55,8 @@ class _ErrorRule:
     def raise_for(self, ctx: Context, default_message: str) -> None:
         values = {f"{loc}.{k}": v for loc in ("path", "query") for k, v in getattr(ctx.request, loc).items()}
         message = fill(self.message, values) if self.message else default_message
-        raise MockError(self.status, message, code=self.code, details=self.details)
+        raise MockError(self.status, message, code=self.code,
+                        details=fill(self.details, values) if self.details else None)
 
 
 @dataclass

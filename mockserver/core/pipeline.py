@@ -28,7 +28,7 @@ from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
 from . import startup
-from .scenarios import Effect, Scenarios, declared_message
+from .scenarios import Effect, Scenarios
 from .spec import Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
 from .xml_body import XmlWriter, is_xml
@@ -99,7 +99,8 @@ class Pipeline:
         self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
-        self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body)
+        self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
+                                   (settings.get("errors") or {}).get("template"))
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]
         self.new_request_id = self._request_id_maker()
@@ -295,8 +296,10 @@ class Pipeline:
         """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
         that response's example or generated body); of a status the operation does not declare: 400."""
         status = _preferred_status(op, code)
-        return MockError(status, declared_message(op, status), details={"preferred": status}) if status >= 400 \
-            else None
+        if status < 400:
+            return None
+        message, details = self.scenarios.declared(op, status)
+        return MockError(status, message, details=details)
 
     def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
         """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the

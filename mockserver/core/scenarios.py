@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from jsonschema import Draft202012Validator
 
+from .envelope import dig, path_to
 from .errors import MockError
 from .http import MockRequest
 from .schemas import instance_pointer, iter_errors
@@ -139,8 +140,12 @@ class Scenarios:
     so a request that matches no scenario costs no round trip; one that matches is counted in the store,
     atomically."""
 
-    def __init__(self, operations: dict[str, Operation], store: Store, check_body: Any = None) -> None:
+    def __init__(self, operations: dict[str, Operation], store: Store, check_body: Any = None,
+                 envelope: Any = None) -> None:
+        """`envelope`: the fixtures' error template, to read a declared example's message and details."""
         self._operations = operations
+        self._template = envelope
+        self._declared: dict[tuple[str, int], tuple[str, dict[str, Any] | None]] = {}
         self._by_route = {(op.method, op.path): op for op in operations.values()}
         self._store = store
         self._check_body = check_body
@@ -317,8 +322,14 @@ class Scenarios:
         counts = hits(r.uid for r in records if "times" in r.spec)
         return [r for r in records if "times" not in r.spec or counts[r.uid] < r.spec["times"]]
 
-    @staticmethod
-    def _effect_of(scenario: Scenario, hit: int) -> Effect:
+    def declared(self, op: Operation, status: int) -> tuple[str, dict[str, Any] | None]:
+        """`declared_error` of a status, worked out once."""
+        key = (op.id, status)
+        if key not in self._declared:
+            self._declared[key] = declared_error(op, status, self._template)
+        return self._declared[key]
+
+    def _effect_of(self, scenario: Scenario, hit: int) -> Effect:
         spec = scenario.spec
         latency = spec.get("latency", 0)
         delay = latency if isinstance(latency, int) else latency["min"] + int(
@@ -337,20 +348,28 @@ class Scenarios:
         elif status is not None and "body" in spec:
             effect.status, effect.body = status, spec["body"]
         elif status is not None and status >= 400:
-            effect.error = MockError(status, spec.get("message") or declared_message(scenario.operation, status),
-                                     code=spec.get("code"), details={"scenario": scenario.id},
-                                     headers=effect.headers)
+            message, _ = self.declared(scenario.operation, status)
+            effect.error = MockError(status, spec.get("message") or message, code=spec.get("code"),
+                                     details={"scenario": scenario.id}, headers=effect.headers)
         elif status is not None:
             effect.status = status
         return effect
 
 
-def declared_message(op: Operation, status: int) -> str:
-    """The description's own words for the status (its first sentence), as a real server would say it."""
+def declared_error(op: Operation, status: int, template: Any = None) -> tuple[str, dict[str, Any] | None]:
+    """What a real server would say for a status it is made to answer: the message and details of the response's
+    own example where it gives one in the envelope's shape (`template`: the fixtures' envelope), else the
+    description's first sentence (its Markdown code marks dropped) and no details."""
     response = op.response(status)
-    text = (response.description if response else "").strip()
+    examples = [value for media in (response.content.values() if response else ()) for value in media.examples.values()]
+    if template is not None and examples:
+        message = dig(examples[0], path_to(template, "{{message}}") or [])
+        details = dig(examples[0], path_to(template, "{{details}}") or [])
+        if isinstance(message, str):
+            return message, details if isinstance(details, dict) else None
+    text = (response.description if response else "").strip().replace("`", "")
     sentence = text.split(". ")[0].split("\n")[0].rstrip(".")
-    return sentence + "." if sentence else f"status {status}"
+    return (sentence + "." if sentence else f"status {status}"), None
 
 
 def _has_content(op: Operation, status: int) -> bool:

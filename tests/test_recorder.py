@@ -43,3 +43,15 @@ def test_an_earlier_recording_is_merged(tmp_path):
     first = Recording().observe(pipeline, exchange(pipeline, "/v1/test-sets", "limit=2", DEMO))
     again = Recording(first.documents).observe(pipeline, exchange(pipeline, "/v1/test-sets", "limit=4", DEMO))
     assert len(again.documents["collections/testSets.yaml"]["collections"]["testSets"]["items"]) == 4
+
+
+def test_a_kept_filter_that_can_never_match_is_said_once():
+    """listTestSets filters scopeKind=org on organizationId, which the deployment never answers (it is private):
+    a recording of plain pages would replay `scopeKind=org` as 0 items, so it says so, once per list and field."""
+    pipeline = Pipeline.load(KINDGI_SPEC, KINDGI_FIXTURES)
+    recording = Recording()
+    first = recording.observe(pipeline, exchange(pipeline, "/v1/test-sets", "limit=5", DEMO))
+    said = " | ".join(first.warnings)
+    assert "listTestSets keeps the filter on organizationId" in said and "scopeKind" in said
+    assert "none of the 5 recorded item(s) of testSets carries organizationId" in said
+    assert recording.observe(pipeline, exchange(pipeline, "/v1/test-sets", "limit=6", DEMO)).warnings == []

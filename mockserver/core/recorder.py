@@ -27,7 +27,7 @@ from .journal import SECRET_HEADERS
 from .query import page_names
 from .redaction import Redactor
 from .request_validation import ValidRequest
-from .rules import Context, compile_condition
+from .rules import MISSING, Context, compile_condition, field_getter
 from .spec import Operation
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class Learnt:
     outcome: str
     documents: dict[str, Any] = field(default_factory=dict)
     rejected: tuple[str, dict[str, Any]] | None = None
+    warnings: list[str] = field(default_factory=list)  # what the recording cannot replay, said once each
 
 
 class Recording:
@@ -129,9 +130,17 @@ class Recording:
                 self.responds[op_id] = {_when_key(e.get("when")): e for e in config["respond"]}
         self.scenarios: dict[str, dict[str, Any]] = {
             s["id"]: s for s in (earlier.get("scenarios.yaml") or {}).get("scenarios") or []}
+        self.warned: set[tuple[str, str]] = set()  # (operation, field) said unreplayable already
+        self.warnings: list[str] = []  # of the exchange being learnt
 
     def observe(self, pipeline: Pipeline, exchange: Exchange) -> Learnt:
         """What one exchange teaches."""
+        self.warnings = []
+        learnt = self._observe(pipeline, exchange)
+        learnt.warnings = self.warnings
+        return learnt
+
+    def _observe(self, pipeline: Pipeline, exchange: Exchange) -> Learnt:
         op = exchange.operation
         self.redactor.learn(exchange.request, pipeline.spec.security_schemes)
         if op is None or exchange.request.method != "GET":
@@ -185,6 +194,7 @@ class Recording:
             collection.merge(items)
             rejects = [r for r in config.get("reject", []) if not _mentions_caller(r)]
             self.operations[op.id] = {**({"reject": rejects} if rejects else {}), kind: spec}
+            self._unreplayable(op, spec, collection)
             return f"{len(items)} item(s) into collection {spec['from']}", [spec["from"]]
         names = page_names({})  # a page no fixture describes: is it shaped as the fixtures' pages are by default?
         items = _page_items(payload, names["items"]) if isinstance(payload, dict) and names["hasMore"] in payload \
@@ -192,6 +202,24 @@ class Recording:
         if items is not None:
             return self._generic_list(pipeline, op, valid, items), [op.id]
         return self._respond(pipeline, op, exchange, valid, payload), []
+
+    def _unreplayable(self, op: Operation, spec: dict[str, Any], collection: _Collection) -> None:
+        """A filter the recording keeps that reads a field no recorded item carries can never match when the
+        recording is served (a private field the deployment never answers, say): said once per list and field."""
+        for rule in spec.get("filters", []):
+            name = rule.get("field")
+            if not isinstance(name, str) or rule.get("present") is False or "notEquals" in rule \
+                    or (op.id, name) in self.warned:
+                continue  # a filter that takes items without the field can match them
+            get = field_getter(name)
+            if any(get(item) not in (MISSING, None) for item in collection.items):
+                continue
+            self.warned.add((op.id, name))
+            when = f" (when {json.dumps(rule['when'], sort_keys=True)})" if "when" in rule else ""
+            self.warnings.append(f"{op.id} keeps the filter on {name}{when}, but none of the "
+                                 f"{len(collection.items)} recorded item(s) of {spec['from']} carries {name}: served "
+                                 f"from the recording, that filter answers nothing; record a call that fills it in "
+                                 f"(its request value), or add {name} to the items")
 
     def _generic_list(self, pipeline: Pipeline, op: Operation, valid: ValidRequest, items: list[dict[str, Any]]) -> str:
         """A page no fixture describes: scoped by its path and required query values (kept in private fields),

@@ -12,7 +12,7 @@ from .auth import Caller
 from .request_validation import ValidRequest
 
 LOCATIONS = ("path", "query", "header", "cookie", "caller")
-_MISSING = object()
+MISSING = object()  # what field_getter gives for a field an item does not have
 
 
 @dataclass
@@ -90,12 +90,12 @@ def _comparison(spec: dict[str, Any]) -> Callable[[Context], Callable[[Any], boo
         wanted = other(ctx)
         if op == "in":
             options = [fold(o) for o in (wanted if isinstance(wanted, list) else [wanted])]
-            return lambda v: v is not _MISSING and fold(v) in options
+            return lambda v: v is not MISSING and fold(v) in options
         wanted = fold(wanted)
         if op == "equals":
-            return lambda v: v is not _MISSING and fold(v) == wanted
+            return lambda v: v is not MISSING and fold(v) == wanted
         if op == "notEquals":
-            return lambda v: v is _MISSING or fold(v) != wanted
+            return lambda v: v is MISSING or fold(v) != wanted
         return lambda v: isinstance(v, str) and isinstance(wanted, str) and fold(v).startswith(wanted)
 
     return bind
@@ -115,7 +115,7 @@ def field_getter(path: str) -> Callable[[dict[str, Any]], Any]:
         value: Any = item
         for step in steps:
             if not isinstance(value, dict) or step not in value:
-                return _MISSING
+                return MISSING
             value = value[step]
         return value
 
@@ -138,7 +138,7 @@ class Filter:
         get = self.field
         if self.present is not None:
             wanted = bool(self.present)
-            return lambda item: (get(item) is not _MISSING) == wanted
+            return lambda item: (get(item) is not MISSING) == wanted
         assert self.compare is not None
         test = self.compare(ctx)  # the request side is read once, not once per item
         return lambda item: test(get(item))

@@ -3,6 +3,7 @@ every exchange (whole files, or not at all), and an earlier recording in the sam
 merges with it. The only place a recording touches the disk."""
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..core.drift import Exchange
 from ..core.pipeline import Pipeline
 from ..core.recorder import Recording
 
+log = logging.getLogger("mockserver.record")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _HEADER = ("# Written by `mockserver record` (README: \"Learning from a real deployment\"). A new recording into this\n"
            "# folder merges with it; keep settings of your own (auth tokens) in a file of your own beside it.\n")
@@ -34,6 +36,8 @@ class Recorder:
         """Learn from one exchange and save it; says what became of it, for the log."""
         with self._lock:
             learnt = self.recording.observe(pipeline, exchange)
+            for warning in learnt.warnings:
+                log.warning("record: %s", warning)
             for relative, document in learnt.documents.items():
                 _write(self.out / relative, document)
             if learnt.rejected is None:

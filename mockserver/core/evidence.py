@@ -274,39 +274,41 @@ def _answer(key: str, old_op: Operation, new_op: Operation | None, status: int, 
 
 def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline, attributor: Attributor
                      ) -> Iterator[Exhibit]:
-    """Each journaled exchange replayed through NEW (`drift.check`): its request (unless OLD refused it, an
-    error of the client's own) and its answer."""
+    """Each journaled exchange replayed through NEW (`drift.check`): its answer, and its request unless OLD
+    refused it (an error of the client's own, not of the change). A body the journal cut is not checked."""
     for number, entry in enumerate(entries):
         method, path = str(entry.get("method", "GET")).upper(), str(entry.get("path", "/"))
         query = str(entry.get("query") or "")
         request_body, response_body = entry.get("requestBody") or "", entry.get("responseBody") or ""
-        if request_body.endswith(_TRUNCATED) or response_body.endswith(_TRUNCATED):
-            attributor.skip(JOURNAL_ANSWERS, f"bodies over {BODY_LIMIT // 1024} KB are cut in the journal")
-            continue
         headers = {str(k).lower(): str(v) for k, v in (entry.get("requestHeaders") or {}).items()}
         request = MockRequest(method, path, query, headers, request_body.encode())
         try:
             old_op = old.router.match(method, path, request.query() or {}).operation
         except MockError:  # OLD routes it nowhere either: no change explains it
-            attributor.skip(JOURNAL_ANSWERS, "not an operation of OLD")
+            attributor.skip(JOURNAL_REQUESTS, "not an operation of OLD")
             continue
         status = int(entry.get("status") or 0)
         response_headers = {str(k): str(v) for k, v in (entry.get("responseHeaders") or {}).items()}
         exchange = check(new, request, status, response_headers, response_body.encode())
         key = operation_key(old_op)
         shown = f"journal #{entry.get('id', number)} {method} {path}{'?' + query if query else ''} → {status}"
-        try:
-            payload = json.loads(response_body) if response_body else None
-        except ValueError:
-            payload = None
-        yield Exhibit(JOURNAL_ANSWERS, shown, key, response_key(old_op, status), payload, RESPONSE,
-                      exchange.violations)
-        if entry.get("source") != "error":
-            try:
-                sent = json.loads(request_body) if request_body else None
-            except ValueError:
-                sent = None
-            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, sent, "request", exchange.violations)
+        cut = f"bodies over {BODY_LIMIT // 1024} KB are cut in the journal"
+        if response_body.endswith(_TRUNCATED):
+            attributor.skip(JOURNAL_ANSWERS, cut)
+        else:
+            yield Exhibit(JOURNAL_ANSWERS, shown, key, response_key(old_op, status), _json(response_body), RESPONSE,
+                          exchange.violations)
+        if request_body.endswith(_TRUNCATED):
+            attributor.skip(JOURNAL_REQUESTS, cut)
+        elif entry.get("source") != "error":
+            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), "request", exchange.violations)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
 
 
 def gather(changes: list[Change], differ: Differ, old: Pipeline | None, new: Pipeline | None,

@@ -1,0 +1,365 @@
+"""`mockserver diff OLD NEW`: classic changes classified for clients with both locations, the evidence of fixtures
+and of the journal, the formats, the exit codes."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from mockserver.cli import main
+from mockserver.core.diff import Change, diff
+from mockserver.core.documents import read_document
+from mockserver.core.spec import SpecIndex
+from mockserver.testing import MockServer
+
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SHARED
+
+
+def _base() -> dict[str, Any]:
+    """A small description touching every kind of change the diff knows."""
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Shop", "version": "1"},
+        "paths": {
+            "/items": {
+                "get": {
+                    "operationId": "listItems",
+                    "parameters": [
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                        {"name": "color", "in": "query", "schema": {"$ref": "#/components/schemas/Color"}},
+                        {"name": "q", "in": "query", "schema": {"type": "string", "maxLength": 50}},
+                    ],
+                    "responses": {
+                        "200": {"description": "a page", "content": {"application/json": {"schema": {
+                            "type": "object", "required": ["data"], "properties": {
+                                "data": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}}}}},
+                        "404": {"description": "none", "content": {"application/json": {"schema": {"type": "object"}}}},
+                    },
+                },
+                "post": {
+                    "operationId": "createItem",
+                    "requestBody": {"required": True, "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/NewItem"}},
+                        "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/NewItem"}}}},
+                    "responses": {"201": {"description": "made", "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Item"}},
+                        "application/xml": {"schema": {"type": "string"}}}}},
+                },
+            },
+            "/items/{id}": {
+                "delete": {
+                    "operationId": "deleteItem",
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                    "responses": {"204": {"description": "gone"}},
+                },
+            },
+        },
+        "components": {"schemas": {
+            "Color": {"type": "string", "enum": ["red", "green", "blue"]},
+            "Item": {"type": "object", "required": ["id", "color"], "properties": {
+                "id": {"type": "string"}, "color": {"$ref": "#/components/schemas/Color"},
+                "name": {"type": "string", "maxLength": 20}, "price": {"type": "integer"},
+                "note": {"type": "string"}}},
+            "NewItem": {"type": "object", "required": ["color"], "properties": {
+                "color": {"$ref": "#/components/schemas/Color"}, "name": {"type": "string", "pattern": "^[a-z]+$"},
+                "price": {"type": "integer", "minimum": 0}}},
+        }},
+    }
+
+
+def _write(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _diff(tmp_path: Path, edit: Callable[[dict[str, Any]], Any]) -> list[Change]:
+    new = _base()
+    edit(new)
+    return diff(SpecIndex(_write(tmp_path, "old.yaml", _base())), SpecIndex(_write(tmp_path, "new.yaml", new)))
+
+
+def _get(d: dict[str, Any]) -> dict[str, Any]:
+    return d["paths"]["/items"]["get"]
+
+
+def _post(d: dict[str, Any]) -> dict[str, Any]:
+    return d["paths"]["/items"]["post"]
+
+
+def _schemas(d: dict[str, Any]) -> dict[str, Any]:
+    return d["components"]["schemas"]
+
+
+CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
+    # (name, edit, kind, breaking, side)
+    ("operation removed", lambda d: d["paths"]["/items/{id}"].pop("delete"), "operation-removed", True, "request"),
+    ("operation added", lambda d: d["paths"]["/items/{id}"].update(
+        get={"operationId": "getItem", "responses": {"200": {"description": "x"}}}), "operation-added", False, "request"),
+    ("response removed", lambda d: _get(d)["responses"].pop("404"), "response-removed", True, "response"),
+    ("response added", lambda d: _get(d)["responses"].update({"400": {"description": "bad"}}), "response-added",
+     False, "response"),
+    ("required parameter added", lambda d: _get(d)["parameters"].append(
+        {"name": "shop", "in": "header", "required": True, "schema": {"type": "string"}}),
+     "parameter-added-required", True, "request"),
+    ("optional parameter added", lambda d: _get(d)["parameters"].append(
+        {"name": "sort", "in": "query", "schema": {"type": "string"}}), "parameter-added", False, "request"),
+    ("parameter removed", lambda d: _get(d)["parameters"].pop(2), "parameter-removed", True, "request"),
+    ("parameter renamed", lambda d: _get(d)["parameters"][2].update(name="query"), "parameter-renamed", True,
+     "request"),
+    ("parameter moved", lambda d: _get(d)["parameters"][2].update({"in": "header"}), "parameter-moved", True,
+     "request"),
+    ("parameter made required", lambda d: _get(d)["parameters"][0].update(required=True),
+     "parameter-made-required", True, "request"),
+    ("request bound narrowed", lambda d: _get(d)["parameters"][0]["schema"].update(maximum=50), "bound-narrowed",
+     True, "request"),
+    ("request bound widened", lambda d: _get(d)["parameters"][2]["schema"].pop("maxLength"), "bound-widened",
+     False, "request"),
+    ("response bound widened", lambda d: _schemas(d)["Item"]["properties"]["name"].update(maxLength=40),
+     "bound-widened", True, "response"),
+    ("request pattern changed", lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(pattern="^[a-z]{2,}$"),
+     "pattern-narrowed", True, "request"),
+    ("request pattern removed", lambda d: _schemas(d)["NewItem"]["properties"]["name"].pop("pattern"),
+     "pattern-widened", False, "request"),
+    ("type changed", lambda d: _schemas(d)["Item"]["properties"]["price"].update(type="string"), "type-changed",
+     True, "response"),
+    ("response type widened", lambda d: _schemas(d)["Item"]["properties"]["price"].update(type="number"),
+     "type-changed", True, "response"),
+    ("request type widened", lambda d: _schemas(d)["NewItem"]["properties"]["price"].update(type="number"),
+     "type-changed", False, "request"),
+    ("response property removed", lambda d: _schemas(d)["Item"]["properties"].pop("note"), "property-removed", True,
+     "response"),
+    ("request property removed, open object", lambda d: _schemas(d)["NewItem"]["properties"].pop("price"),
+     "property-removed", False, "request"),
+    ("request property made required", lambda d: _schemas(d)["NewItem"]["required"].append("name"),
+     "property-made-required", True, "request"),
+    ("response property made required", lambda d: _schemas(d)["Item"]["required"].append("name"),
+     "property-made-required", False, "response"),
+    ("response property made optional", lambda d: _schemas(d)["Item"]["required"].remove("color"),
+     "property-made-optional", True, "response"),
+    ("request property added as required", lambda d: (_schemas(d)["NewItem"]["properties"].update(
+        sku={"type": "string"}), _schemas(d)["NewItem"]["required"].append("sku")),
+     "property-added-required", True, "request"),
+    ("response property made nullable", lambda d: _schemas(d)["Item"]["properties"]["name"].update(nullable=True),
+     "made-nullable", True, "response"),
+    ("request property made nullable", lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(nullable=True),
+     "made-nullable", False, "request"),
+    ("response media type removed", lambda d: _post(d)["responses"]["201"]["content"].pop("application/xml"),
+     "media-type-removed", True, "response"),
+    ("request media type removed", lambda d: _post(d)["requestBody"]["content"].pop(
+        "application/x-www-form-urlencoded"), "media-type-removed", True, "request"),
+    ("security added", lambda d: (_post(d).update(security=[{"bearer": []}]), d["components"].update(
+        securitySchemes={"bearer": {"type": "http", "scheme": "bearer"}})), "security-added", True, "request"),
+    ("request body made required", lambda d: d["paths"]["/items/{id}"]["delete"].update(requestBody={
+        "required": True, "content": {"application/json": {"schema": {"type": "object"}}}}),
+     "request-body-made-required", True, "request"),
+]
+
+
+@pytest.mark.parametrize("name, edit, kind, breaking, side", CASES, ids=[c[0] for c in CASES])
+def test_each_kind_of_change_is_found_and_classified(tmp_path: Path, name: str, edit: Callable[[dict[str, Any]], Any],
+                                                     kind: str, breaking: bool, side: str) -> None:
+    changes = _diff(tmp_path, edit)
+    assert [(c.kind, c.breaking, c.side) for c in changes] == [(kind, breaking, side)], [c.message for c in changes]
+    change = changes[0]
+    assert change.old is not None and change.new is not None
+    for location, file in ((change.old, "old.yaml"), (change.new, "new.yaml")):  # both places, line of the pointer
+        assert Path(location.file).name == file
+        assert location.line == read_document(Path(location.file)).line(location.pointer)
+
+
+def test_a_shared_enum_narrowed_flips_between_request_and_response(tmp_path: Path) -> None:
+    """Narrowing breaks clients sending the value (the query parameter, the body); the response side only reads."""
+    changes = _diff(tmp_path, lambda d: _schemas(d)["Color"].update(enum=["red", "green"]))
+    assert {(c.kind, c.side, c.breaking) for c in changes} == {("enum-narrowed", "request", True),
+                                                               ("enum-narrowed", "response", False)}
+    request = next(c for c in changes if c.side == "request")
+    assert {s.operation for s in request.sites} == {"GET /items", "POST /items"}
+    assert request.old.pointer == "/components/schemas/Color/enum" and '"blue"' in request.message
+    widened = _diff(tmp_path, lambda d: _schemas(d)["Color"]["enum"].append("black"))
+    assert {(c.kind, c.side, c.breaking) for c in widened} == {("enum-widened", "request", False),
+                                                               ("enum-widened", "response", True)}
+
+
+def test_refs_are_followed_across_files(tmp_path: Path) -> None:
+    old, new = _base(), _base()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    for folder, data, values in (("old", old, ["red", "green", "blue"]), ("new", new, ["red", "green"])):
+        _schemas(data)["Color"] = {"$ref": "colors.yaml#/Color"}
+        (tmp_path / folder / "colors.yaml").write_text(f"Color:\n  type: string\n  enum: {json.dumps(values)}\n")
+    changes = diff(SpecIndex(_write(tmp_path / "old", "api.yaml", old)), SpecIndex(_write(tmp_path / "new", "api.yaml", new)))
+    request = next(c for c in changes if c.side == "request")
+    assert Path(request.old.file) == tmp_path / "old" / "colors.yaml" and request.old.line == 3
+    assert Path(request.new.file) == tmp_path / "new" / "colors.yaml" and request.old.pointer == "/Color/enum"
+
+
+def test_a_renamed_path_parameter_is_the_same_operation(tmp_path: Path) -> None:
+    def rename(d: dict[str, Any]) -> None:
+        d["paths"]["/items/{itemId}"] = d["paths"].pop("/items/{id}")
+        d["paths"]["/items/{itemId}"]["delete"]["parameters"][0]["name"] = "itemId"
+    assert _diff(tmp_path, rename) == []
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["diff", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_exit_codes_and_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _write(tmp_path, "old.yaml", _base())
+    widened = _base()
+    _get(widened)["parameters"].append({"name": "sort", "in": "query", "schema": {"type": "string"}})
+    added = _write(tmp_path, "added.yaml", widened)
+    narrowed = _base()
+    _schemas(narrowed)["Color"]["enum"].remove("blue")
+    broken = _write(tmp_path, "broken.yaml", narrowed)
+    assert _cli(capsys, str(old), str(added), "--fail-on", "breaking")[0] == 0
+    code, out, _ = _cli(capsys, str(old), str(added), "--fail-on", "any")
+    assert code == 1 and "ok [parameter-added, request]" in out
+    code, out, _ = _cli(capsys, str(old), str(broken), "--fail-on", "breaking")
+    assert code == 1 and "BREAKING [enum-narrowed, request]" in out
+    assert _cli(capsys, str(old), str(broken))[0] == 0  # no --fail-on: a report only
+    code, out, _ = _cli(capsys, str(old), str(broken), "--format", "json")
+    report = json.loads(out)
+    assert report["breaking"] == 1 and {c["kind"] for c in report["changes"]} == {"enum-narrowed"}
+    request = next(c for c in report["changes"] if c["side"] == "request")
+    assert request["old"]["pointer"] == "/components/schemas/Color/enum" and request["old"]["line"]
+    assert request["operations"] == ["GET /items", "POST /items"]
+    code, out, _ = _cli(capsys, str(old), str(broken), "--format", "markdown")
+    assert out.startswith("### `mockserver diff`: breaks clients") and "| 🔴 breaking |" in out
+
+
+def test_unusable_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _write(tmp_path, "old.yaml", _base())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("openapi: 3.0.3\npaths: [\n")
+    journal = tmp_path / "journal.json"
+    journal.write_text('{"requests": 3}')
+    for args, named in (([str(old), str(tmp_path / "missing.yaml")], "missing.yaml"),
+                        ([str(old), str(bad)], "bad.yaml"),
+                        ([str(old), str(old), "--journal", str(journal)], "journal.json"),
+                        ([str(old), str(old), "--journal", str(tmp_path / "none.json")], "none.json"),
+                        ([str(old), str(old), "--fixtures", str(tmp_path / "nofixtures")], "nofixtures")):
+        code, out, err = _cli(capsys, *args)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and named in err, err
+
+
+# -- Kindgi ----------------------------------------------------------------------------------------------
+def test_kindgi_against_itself_reports_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, str(KINDGI_SPEC), str(KINDGI_SPEC), "--fixtures", str(KINDGI_FIXTURES),
+                        "--fail-on", "any")
+    assert code == 0
+    assert "0 change(s), 0 breaking" in out and "no changes" in out and "rejects" not in out
+    assert re.search(r"evidence checked against NEW: \d+ fixture answers", out)
+
+
+def _kindgi_edited(folder: Path) -> Path:
+    """The current description with one breaking edit per kind: a removed field, a narrowed enum, a new required
+    parameter."""
+    text = KINDGI_SPEC.read_text()
+    edits = [("        - custom\n        - corrections\n", "        - custom\n"),
+             ("        description:\n          type: string\n        spec:\n          type: object\n",
+              "        spec:\n          type: object\n"),
+             ("        - $ref: '#/components/parameters/Cursor'\n        - name: kind\n",
+              "        - $ref: '#/components/parameters/Cursor'\n        - name: region\n          in: query\n"
+              "          required: true\n          schema: {type: string}\n        - name: kind\n")]
+    for before, after in edits:
+        assert text.count(before) >= 1, before
+        text = text.replace(before, after, 1)
+    path = folder / "kindgi.yaml"
+    path.write_text(text)
+    return path
+
+
+def _test_sets() -> list[dict[str, Any]]:
+    data = yaml.safe_load((KINDGI_FIXTURES / "collections" / "test-sets.yaml").read_text())
+    return data["collections"]["testSets"]["items"]
+
+
+def _examples_with(field: str, value: Any = None) -> int:
+    """The listTestSets examples the mock serves whose test sets carry the field (with that value)."""
+    media = SpecIndex(KINDGI_SPEC).operations["listTestSets"].responses["200"].content["application/json"]
+    return sum(any(field in s and (value is None or s[field] == value) for s in example.get("data", []))
+               for example in media.examples.values())
+
+
+def test_kindgi_breaking_edits_with_the_fixtures_as_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    new = _kindgi_edited(tmp_path)
+    code, out, _ = _cli(capsys, str(KINDGI_SPEC), str(new), "--fixtures", str(KINDGI_FIXTURES), "--format", "json",
+                        "--fail-on", "breaking")
+    assert code == 1
+    report = json.loads(out)
+    by_kind = {(c["kind"], c["side"]): c for c in report["changes"]}
+    assert set(by_kind) == {("property-removed", "response"), ("enum-narrowed", "response"),
+                            ("enum-narrowed", "request"), ("parameter-added-required", "request")}
+    items = _test_sets()
+    removed = by_kind[("property-removed", "response")]
+    assert removed["old"]["pointer"] == "/components/schemas/TestSet/properties/description"
+    assert removed["evidence"]["fixture answers"]["count"] == (sum("description" in i for i in items)
+                                                               + _examples_with("description"))
+    assert re.match(r"testSets\[\d+\] \(.*test-sets.yaml:\d+\): data\[\d+\]\.description = '", 
+                    removed["evidence"]["fixture answers"]["instance"])
+    narrowed = by_kind[("enum-narrowed", "response")]
+    assert not narrowed["breakingForClients"] and narrowed["breaking"]  # breaking by evidence: answers served today
+    corrections = sum(i.get("kind") == "corrections" for i in items) + _examples_with("kind", "corrections")
+    assert corrections and narrowed["evidence"]["fixture answers"]["count"] == corrections
+    assert ".kind = 'corrections'" in narrowed["evidence"]["fixture answers"]["instance"]
+    required = by_kind[("parameter-added-required", "request")]
+    assert required["breaking"] and required["new"]["pointer"] == "/paths/~1v1~1test-sets/get/parameters/2"
+    assert report["unexplained"] == []
+
+
+def test_kindgi_journal_replayed_through_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real calls made to the mock of OLD, read from its journal (saved and live): requests NEW rejects are
+    counted against the change that rejects them."""
+    new = _kindgi_edited(tmp_path)
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES) as mock:
+        import urllib.request
+
+        def call(path: str) -> None:
+            with urllib.request.urlopen(urllib.request.Request(mock.url + path, headers=DEMO)) as answer:
+                answer.read()
+
+        for path in ("/v1/test-sets?kind=corrections", "/v1/test-sets?kind=accuracy&limit=5", "/v1/test-sets?limit=5"):
+            call(path)
+        with urllib.request.urlopen(mock.url + "/__mock/requests") as answer:
+            saved = answer.read()
+        code, live, _ = _cli(capsys, str(KINDGI_SPEC), str(new), "--url", mock.url, "--format", "json")
+    assert code == 0
+    journal = tmp_path / "requests.json"
+    journal.write_bytes(saved)
+    code, out, _ = _cli(capsys, str(KINDGI_SPEC), str(new), "--journal", str(journal), "--format", "json")
+    assert code == 0
+    for report in (json.loads(out), json.loads(live)):
+        by_kind = {(c["kind"], c["side"]): c for c in report["changes"]}
+        assert report["checked"] == {"journaled answers": 3, "journaled requests": 3}
+        required = by_kind[("parameter-added-required", "request")]["evidence"]["journaled requests"]
+        assert required["count"] == 3 and "region" in required["instance"]
+        enum = by_kind[("enum-narrowed", "request")]["evidence"]["journaled requests"]
+        assert enum["count"] == 1 and "kind=corrections" in enum["instance"]
+        answers = by_kind[("enum-narrowed", "response")]["evidence"]["journaled answers"]
+        assert answers["count"] == 1 and ".kind = 'corrections'" in answers["instance"]
+
+
+# -- a corpus-sized pair ---------------------------------------------------------------------------------
+OPENAI = SHARED / "corpus" / "openai-api.yaml"
+
+
+@pytest.mark.skipif(not OPENAI.is_file(), reason=f"{OPENAI} is absent: the corpus-sized pair needs /work/shared")
+def test_corpus_sized_pair_in_seconds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = OPENAI.read_text()
+    edited = tmp_path / "openai.yaml"
+    operation = re.search(r"\n    get:\n      operationId: (\w+)\n", text)
+    assert operation
+    edited.write_text(text.replace(operation.group(0), operation.group(0).replace("get:", "head:"), 1))
+    code, out, _ = _cli(capsys, str(OPENAI), str(edited), "--fail-on", "breaking")
+    assert code == 1 and f"({operation.group(1)}) is removed" in out
+    timing = re.search(r"in ([\d.]+) s \(reading both ([\d.]+) s, comparing ([\d.]+) s", out)
+    assert timing and float(timing.group(3)) < 5, out.splitlines()[-1]

@@ -363,3 +363,91 @@ def test_corpus_sized_pair_in_seconds(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 1 and f"({operation.group(1)}) is removed" in out
     timing = re.search(r"in ([\d.]+) s \(reading both ([\d.]+) s, comparing ([\d.]+) s", out)
     assert timing and float(timing.group(3)) < 5, out.splitlines()[-1]
+
+
+# -- evidence on a small pair ------------------------------------------------------------------------------
+SHOP_FIXTURES = """
+collections:
+  items:
+    items:
+      - {id: a, color: red, note: first}
+      - {id: b, color: blue}
+      - {id: c, color: blue, note: third}
+operations:
+  listItems:
+    list: {from: items}
+  createItem:
+    respond:
+      - status: 201
+        body: {id: z, color: blue, note: made}
+scenarios:
+  - id: nothing-here
+    operationId: listItems
+    status: 404
+    body: {message: none}
+"""
+
+
+def _shop_pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    new = _base()
+    _schemas(new)["Color"]["enum"].remove("blue")
+    _schemas(new)["Item"]["properties"].pop("note")
+    _get(new)["responses"].pop("404")
+    _post(new).update(security=[{"bearer": []}])
+    new["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    (fixtures / "shop.yaml").write_text(SHOP_FIXTURES)
+    return _write(tmp_path, "old.yaml", _base()), _write(tmp_path, "new.yaml", new), fixtures
+
+
+def test_fixture_answers_items_answers_and_scenarios_are_counted_per_change(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new, fixtures = _shop_pair(tmp_path)
+    code, out, _ = _cli(capsys, str(old), str(new), "--fixtures", str(fixtures), "--format", "json")
+    report = json.loads(out)
+    by_kind = {(c["kind"], c["side"]): c for c in report["changes"]}
+    enum = by_kind[("enum-narrowed", "response")]["evidence"]["fixture answers"]
+    assert enum["count"] == 3  # items b and c of the listing, the fixed answer of createItem
+    assert enum["instance"].startswith("items[1] (") and "data[1].color = 'blue'" in enum["instance"]
+    note = by_kind[("property-removed", "response")]["evidence"]["fixture answers"]
+    assert note["count"] == 3 and "data[0].note = 'first' is there" in note["instance"]  # items a and c, createItem
+    removed = by_kind[("response-removed", "response")]["evidence"]["fixture answers"]
+    assert removed["count"] == 1 and removed["instance"].startswith("scenario nothing-here (")
+    assert report["checked"] == {"fixture answers": 5} and report["unexplained"] == []
+    code, text_out, _ = _cli(capsys, str(old), str(new), "--fixtures", str(fixtures))
+    assert "BREAKING (by evidence) [enum-narrowed, response]" in text_out
+    assert "breaks 3 fixture answers" in text_out
+
+
+def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new, _ = _shop_pair(tmp_path)
+
+    def entry(number: int, method: str, path: str, status: int, body: Any, sent: Any = None,
+              source: str = "fixture") -> dict[str, Any]:
+        return {"id": number, "method": method, "path": path, "query": "", "status": status, "source": source,
+                "requestHeaders": {"Content-Type": "application/json"} if sent else {},
+                "requestBody": json.dumps(sent) if sent else None, "responseBody": json.dumps(body),
+                "responseHeaders": {"Content-Type": "application/json"}}
+
+    journal = tmp_path / "requests.json"
+    journal.write_text(json.dumps({"requests": [
+        entry(1, "POST", "/items", 201, {"id": "z", "color": "red"}, {"color": "red"}),
+        entry(2, "GET", "/items", 404, {"message": "none"}, source="scenario"),
+        entry(3, "GET", "/items", 200, {"data": [{"id": "b", "color": "blue"}]}),
+        entry(4, "POST", "/items", 400, {"message": "bad"}, {"color": 3}, source="error"),
+    ]}))
+    code, out, _ = _cli(capsys, str(old), str(new), "--journal", str(journal), "--format", "json",
+                        "--fail-on", "breaking")
+    assert code == 1
+    report = json.loads(out)
+    by_kind = {(c["kind"], c["side"]): c for c in report["changes"]}
+    security = by_kind[("security-added", "request")]["evidence"]["journaled requests"]
+    assert security["count"] == 1 and security["instance"].startswith("journal #1 POST /items → 201")
+    status = by_kind[("response-removed", "response")]["evidence"]["journaled answers"]
+    assert status["count"] == 1 and status["instance"].startswith("journal #2 GET /items → 404")
+    enum = by_kind[("enum-narrowed", "response")]["evidence"]["journaled answers"]
+    assert enum["count"] == 1 and "data[0].color = 'blue'" in enum["instance"]
+    # the request OLD refused (entry 4) is the client's own error: not replayed
+    assert report["checked"] == {"journaled answers": 4, "journaled requests": 3}
+    assert report["unexplained"] == []  # entry 4's undeclared 400 broke OLD as much as NEW: no change's doing

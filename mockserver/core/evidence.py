@@ -289,7 +289,10 @@ def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline
             continue
         status = int(entry.get("status") or 0)
         response_headers = {str(k): str(v) for k, v in (entry.get("responseHeaders") or {}).items()}
-        exchange = check(new, request, status, response_headers, response_body.encode())
+        body = response_body.encode()
+        already = {(v.side, v.place, v.rule) for v in check(old, request, status, response_headers, body).violations}
+        violations = [v for v in check(new, request, status, response_headers, body).violations
+                      if (v.side, v.place, v.rule) not in already]  # what OLD rejected too is no change's doing
         key = operation_key(old_op)
         shown = f"journal #{entry.get('id', number)} {method} {path}{'?' + query if query else ''} → {status}"
         cut = f"bodies over {BODY_LIMIT // 1024} KB are cut in the journal"
@@ -297,11 +300,11 @@ def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline
             attributor.skip(JOURNAL_ANSWERS, cut)
         else:
             yield Exhibit(JOURNAL_ANSWERS, shown, key, response_key(old_op, status), _json(response_body), RESPONSE,
-                          exchange.violations)
+                          violations)
         if request_body.endswith(_TRUNCATED):
             attributor.skip(JOURNAL_REQUESTS, cut)
         elif entry.get("source") != "error":
-            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), "request", exchange.violations)
+            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), "request", violations)
 
 
 def _json(text: str) -> Any:

@@ -4,6 +4,7 @@ calls; as text for people, markdown for a pull-request comment, JSON for tools. 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.diff import Change, Differ
+from .core.diff import Change, Differ, Location
 from .core.errors import LoadError
 from .core.evidence import Evidence, Tally, gather
 from .core.fixtures import load_fixtures
@@ -110,6 +111,15 @@ def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[d
 
 
 # -- formats -----------------------------------------------------------------------------------------------
+def _where(location: Location | None) -> str:
+    """A location as a person reads it: `spec/api.yaml:12#/pointer`, relative to here when it is below."""
+    if location is None:
+        return "-"
+    relative = os.path.relpath(location.file)
+    shown = location.file if relative.startswith("..") else relative
+    return f"{shown}:{location.line or '?'}#{location.pointer or '/'}"
+
+
 def _evidence_line(tallies: dict[str, Tally]) -> str:
     return ", ".join(f"{t.count} {source}" for source, t in tallies.items())
 
@@ -141,8 +151,8 @@ def text(report: Report) -> str:
         if len(operations) > 1 or operations and operations[0] not in change.message:
             shown = ", ".join(operations[:5]) + (f" and {len(operations) - 5} more" if len(operations) > 5 else "")
             lines.append(f"      in {shown}")
-        lines.append(f"      old {change.old or '-'}")
-        lines.append(f"      new {change.new or '-'}")
+        lines.append(f"      old {_where(change.old)}")
+        lines.append(f"      new {_where(change.new)}")
         tallies = report.evidence.of(change)
         if tallies:
             lines.append(f"      breaks {_evidence_line(tallies)}")
@@ -173,7 +183,7 @@ def markdown(report: Report) -> str:
         lines += ["| | change | side | where (old → new) | evidence |", "|---|---|---|---|---|"]
         for change in report.changes:
             mark = "🔴 breaking" if report.is_breaking(change) else "🟢"
-            where = f"`{change.old or '-'}` → `{change.new or '-'}`"
+            where = f"`{_where(change.old)}` → `{_where(change.new)}`"
             tallies = report.evidence.of(change)
             evidence = "<br>".join(f"{t.count} {s}: e.g. `{_cell(t.instance)}`" for s, t in tallies.items())
             lines.append(f"| {mark} | {_cell(change.message)} ({change.kind}) | {change.side} | {_cell(where)} | "
@@ -215,7 +225,11 @@ def run(old: Path, new: Path, *, fixtures: Path | None = None, journal: Path | N
     except Unusable as exc:
         print(f"mockserver diff: {exc}", file=sys.stderr)
         return 2
-    print(FORMATS[output](report))
+    try:
+        print(FORMATS[output](report))
+        sys.stdout.flush()
+    except BrokenPipeError:  # read by `head` or a closed pipe: nothing more to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's own flush at exit stays quiet
     if fail_on == "any" and report.changes or fail_on == "breaking" and report.breaking:
         return 1
     return 0

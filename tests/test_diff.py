@@ -411,7 +411,7 @@ def test_fixture_answers_items_answers_and_scenarios_are_counted_per_change(
     assert enum["count"] == 3  # items b and c of the listing, the fixed answer of createItem
     assert enum["instance"].startswith("items[1] (") and "data[1].color = 'blue'" in enum["instance"]
     note = by_kind[("property-removed", "response")]["evidence"]["fixture answers"]
-    assert note["count"] == 3 and "data[0].note = 'first' is there" in note["instance"]  # items a and c, createItem
+    assert note["count"] == 3 and "data[0].note = 'first' is served today" in note["instance"]  # items a and c, createItem
     removed = by_kind[("response-removed", "response")]["evidence"]["fixture answers"]
     assert removed["count"] == 1 and removed["instance"].startswith("scenario nothing-here (")
     assert report["checked"] == {"fixture answers": 5} and report["unexplained"] == []

@@ -34,9 +34,6 @@ class Location:
     line: int | None
     pointer: str
 
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line or '?'}#{self.pointer or '/'}"
-
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "pointer": self.pointer}
 

@@ -104,7 +104,7 @@ class Attributor:
                 counted.add(id(change))
                 pointer, value = found
                 self.evidence.by_change.setdefault(id(change), {}).setdefault(source, Tally()).add(
-                    f"{exhibit.where}: {_dotted(pointer)} = {_value(value)} is there")
+                    f"{exhibit.where}: {_dotted(pointer)} = {_value(value)} is served today")
 
     def skip(self, source: str, why: str) -> None:
         key = f"{source} ({why})"
@@ -189,10 +189,14 @@ def _at(payload: Any, pointer: str) -> tuple[bool, Any]:
 
 
 def _describe(pointer: str, payload: Any, violation: Violation) -> str:
+    enum = violation.rule in ("enum", "const")
     if pointer.startswith("/body/") and violation.rule not in ("required", "additionalProperties"):
         found, value = _at(payload, pointer)
         if found:
-            return f"{_dotted(pointer)} = {_value(value)}: {violation.message}"
+            return f"{_dotted(pointer)} = {_value(value)} " + ("is not in NEW's enum" if enum else
+                                                                f"breaks NEW: {violation.message}")
+    if enum and " is not one of " in violation.message:  # jsonschema lists every value: the one sent says enough
+        return f"{pointer} = {violation.message.split(' is not one of ')[0]} is not in NEW's enum"
     return f"{pointer}: {violation.message}"
 
 

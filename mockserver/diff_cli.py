@@ -94,16 +94,15 @@ def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[d
     differ = Differ(old, new)
     changes = differ.run()
     compared = time.perf_counter()
-    old_pipeline = new_pipeline = None
+    evidence = Evidence()
     if fixtures is not None or entries is not None:
-        fixture_set = load_fixtures(fixtures)
         try:  # what OLD serves from the fixtures: they must fit OLD, as the mock requires
-            old_pipeline = Pipeline(old, fixture_set)
+            old_pipeline = Pipeline(old, load_fixtures(fixtures))
         except LoadError as exc:
-            raise Unusable(_one_line(exc, f"the fixtures {fixtures} do not load against OLD {old_path}")) from None
-    if entries is not None:
-        new_pipeline = Pipeline(new, load_fixtures(None))
-    evidence = gather(changes, differ, old_pipeline, new_pipeline, entries)
+            raise Unusable(_one_line(exc, f"the fixtures {fixtures} do not load against OLD {old_path} (they are "
+                                          "what is served today)")) from None
+        new_pipeline = Pipeline(new, load_fixtures(None)) if entries is not None else None
+        evidence = gather(changes, differ, old_pipeline, new_pipeline, fixtures=fixtures is not None, entries=entries)
     done = time.perf_counter()
     return Report(old_path, new_path, changes, evidence,
                   {"load": loaded - started, "compare": compared - loaded, "evidence": done - compared,

@@ -64,7 +64,7 @@ def _base() -> dict[str, Any]:
             "Item": {"type": "object", "required": ["id", "color"], "properties": {
                 "id": {"type": "string"}, "color": {"$ref": "#/components/schemas/Color"},
                 "name": {"type": "string", "maxLength": 20}, "price": {"type": "integer"},
-                "note": {"type": "string"}}},
+                "note": {"type": "string"}, "weight": {"type": "number"}}},
             "NewItem": {"type": "object", "required": ["color"], "properties": {
                 "color": {"$ref": "#/components/schemas/Color"}, "name": {"type": "string", "pattern": "^[a-z]+$"},
                 "price": {"type": "integer", "minimum": 0}}},
@@ -130,6 +130,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
      True, "response"),
     ("response type widened", lambda d: _schemas(d)["Item"]["properties"]["price"].update(type="number"),
      "type-changed", True, "response"),
+    ("response type narrowed", lambda d: _schemas(d)["Item"]["properties"]["weight"].update(type="integer"),
+     "type-changed", False, "response"),
+    ("response $ref made nullable", lambda d: _schemas(d)["Item"]["properties"].update(
+        color={"anyOf": [{"$ref": "#/components/schemas/Color"}, {"type": "null"}]}), "made-nullable", True,
+     "response"),
     ("request type widened", lambda d: _schemas(d)["NewItem"]["properties"]["price"].update(type="number"),
      "type-changed", False, "request"),
     ("response property removed", lambda d: _schemas(d)["Item"]["properties"].pop("note"), "property-removed", True,

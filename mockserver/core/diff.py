@@ -94,7 +94,7 @@ def response_key(op: Operation, status: int) -> str | None:
 class Differ:
     def __init__(self, old: SpecIndex, new: SpecIndex) -> None:
         self.old, self.new = old, new
-        self._memo: dict[tuple[str, str, str], list[_Found]] = {}
+        self._memo: dict[tuple[str, str, str, bool, bool], list[_Found]] = {}
         self._changes: dict[tuple[Any, ...], Change] = {}
 
     def matched(self) -> dict[str, tuple[Operation, Operation | None]]:
@@ -129,8 +129,8 @@ class Differ:
     def _parent(spec: SpecIndex, op: Operation) -> str:
         """Where an operation missing from `spec` would stand: its path item if the path is there, else `paths`."""
         root = spec.docs.root
-        path_item = pointer_join("/paths", op.path)
-        return root.uri + "#" + (path_item if path_item in root.lines else "/paths")
+        there = op.path in (root.data.get("paths") or {})
+        return root.uri + "#" + (pointer_join("/paths", op.path) if there else "/paths")
 
     def _add(self, kind: str, breaking: bool, side: str, message: str, old_uri: str | None, new_uri: str | None,
              site: Site) -> None:
@@ -263,16 +263,28 @@ class Differ:
             node, uri = spec.docs.resolve(node["$ref"], uri)
         return node, uri
 
+    def _unwrapped(self, spec: SpecIndex, node: Any, uri: str) -> tuple[Any, str, bool]:
+        """The schema itself, and whether it admits null: `{anyOf: [S, {type: null}]}` (3.0's `nullable` beside a
+        `$ref`, as `schemas.py` rewrites it, or written so in 3.1) is S that may be null."""
+        node, uri = self._resolve(spec, node, uri)
+        for keyword in ("anyOf", "oneOf"):
+            branches = node.get(keyword) if isinstance(node, dict) else None
+            if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+                index = 1 - branches.index({"type": "null"})
+                inner, inner_uri = self._resolve(spec, branches[index], pointer_uri(uri, keyword, index))
+                return inner, inner_uri, True
+        return node, uri, False
+
     def _compare(self, old: Any, old_uri: str, new: Any, new_uri: str, side: str) -> list[_Found]:
-        old, old_uri = self._resolve(self.old, old, old_uri)
-        new, new_uri = self._resolve(self.new, new, new_uri)
-        memo_key = (old_uri, new_uri, side)
+        old, old_uri, old_null = self._unwrapped(self.old, old, old_uri)
+        new, new_uri, new_null = self._unwrapped(self.new, new, new_uri)
+        memo_key = (old_uri, new_uri, side, old_null, new_null)
         if memo_key in self._memo:
             return self._memo[memo_key]
         self._memo[memo_key] = []  # a recursive schema: what lies below it is being compared already
         found: list[_Found] = []
         if isinstance(old, dict) and isinstance(new, dict):
-            found = _Schemas(self, old, old_uri, new, new_uri, side).compare()
+            found = _Schemas(self, old, old_uri, new, new_uri, side, (old_null, new_null)).compare()
         self._memo[memo_key] = found
         return found
 
@@ -281,8 +293,9 @@ class _Schemas:
     """One pair of (resolved) schemas: their own keywords, then their subschemas through the Differ's memo."""
 
     def __init__(self, differ: Differ, old: dict[str, Any], old_uri: str, new: dict[str, Any], new_uri: str,
-                 side: str) -> None:
+                 side: str, nullable: tuple[bool, bool]) -> None:
         self.differ, self.old, self.old_uri, self.new, self.new_uri, self.side = differ, old, old_uri, new, new_uri, side
+        self.nullable = nullable  # admitted null through a wrapper (see Differ._unwrapped), OLD and NEW
         self.found: list[_Found] = []
 
     def add(self, kind: str, narrowed: bool, message: str, keyword: str = "", tokens: tuple[str, ...] = ()) -> None:
@@ -302,7 +315,8 @@ class _Schemas:
         return self.found
 
     def _types(self) -> None:
-        old_types, new_types = _types(self.old), _types(self.new)
+        old_types = _types(self.old) | ({"null"} if self.nullable[0] else set())
+        new_types = _types(self.new) | ({"null"} if self.nullable[1] else set())
         old_null, new_null = "null" in old_types, "null" in new_types
         if new_null and not old_null:
             self.add("made-nullable", False, "may now be null", "type")
@@ -311,11 +325,9 @@ class _Schemas:
         old_types, new_types = old_types - {"null"}, new_types - {"null"}
         if not old_types or not new_types or old_types == new_types:
             return
-        gone, came = old_types - new_types, new_types - old_types
-        if "number" in old_types and came == {"number"} and gone <= {"integer"}:
-            gone = set()
-        if "number" in new_types and gone == {"integer"}:
-            gone = set()
+        # an integer is a number: integer → number widens, number → integer narrows
+        gone = {t for t in old_types - new_types if not (t == "integer" and "number" in new_types)}
+        came = {t for t in new_types - old_types if not (t == "integer" and "number" in old_types)}
         shown = f"type {'/'.join(sorted(old_types))} is now {'/'.join(sorted(new_types))}"
         if gone and came:  # both ways: breaking on either side
             self.found.append(_Found("type-changed", True, shown, pointer_uri(self.old_uri, "type"),
@@ -343,7 +355,7 @@ class _Schemas:
     def _bounds(self) -> None:
         for keyword, larger_narrows in _BOUNDS.items():
             before, after = self.old.get(keyword), self.new.get(keyword)
-            if before == after or isinstance(before, bool) or isinstance(after, bool):
+            if before == after or not all(v is None or _is_number(v) for v in (before, after)):
                 continue
             if after is None:
                 self.add("bound-widened", False, f"{keyword} {before} removed", keyword)
@@ -411,6 +423,10 @@ class _Schemas:
             for found in self.differ._compare(old, old_uri, new, new_uri, self.side):
                 self.found.append(_Found(found.kind, found.breaking, found.message, found.old_uri, found.new_uri,
                                          tokens + found.tokens))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _types(schema: dict[str, Any]) -> set[str]:

@@ -318,14 +318,15 @@ def _json(text: str) -> Any:
         return None
 
 
-def gather(changes: list[Change], differ: Differ, old: Pipeline | None, new: Pipeline | None,
+def gather(changes: list[Change], differ: Differ, old: Pipeline, new: Pipeline | None, *, fixtures: bool,
            entries: list[dict[str, Any]] | None) -> Evidence:
-    """The evidence of the fixtures (when `old` has them) and of journal entries (when given)."""
+    """The evidence of what `old` serves from its fixtures (when asked) and of journal entries (when given,
+    with `new` to replay them through)."""
     attributor = Attributor(changes)
-    if old is not None and (old.answers.fixtures or old.fixtures.scenarios or old.fixtures.files):
+    if fixtures:
         for exhibit in fixture_exhibits(old, differ):
             attributor.add(exhibit)
-    if entries is not None and old is not None and new is not None:
+    if entries is not None and new is not None:
         for exhibit in journal_exhibits(entries, old, new, attributor):
             attributor.add(exhibit)
     return attributor.evidence

@@ -80,11 +80,20 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
             raise Unusable(f"cannot read the journal of {url}: {getattr(exc, 'reason', exc)}") from None
         where = f"{url}/__mock/requests"
     entries = data.get("requests") if isinstance(data, dict) else data
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "method" in e and "path" in e
-                                                for e in entries):
-        raise Unusable(f"{where}: not a journal: expected {{\"requests\": [{{\"method\", \"path\", …}}]}} as "
-                       "GET /__mock/requests answers")
+    if not isinstance(entries, list):
+        raise Unusable(f"{where}: not a journal: expected {{\"requests\": [...]}} as GET /__mock/requests answers")
+    for number, entry in enumerate(entries):
+        if not _is_entry(entry):
+            raise Unusable(f"{where}: journal entry {number} is not one GET /__mock/requests gives (method and path "
+                           "as text, status a number, bodies text or null)")
     return entries
+
+
+def _is_entry(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("method"), str) and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("status"), int) and isinstance(entry.get("query") or "", str)
+            and all(isinstance(entry.get(k), (str, type(None))) for k in ("requestBody", "responseBody"))
+            and all(isinstance(entry.get(k) or {}, dict) for k in ("requestHeaders", "responseHeaders")))
 
 
 def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[dict[str, Any]] | None) -> Report:

@@ -247,9 +247,17 @@ def test_unusable_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Ca
     bad.write_text("openapi: 3.0.3\npaths: [\n")
     journal = tmp_path / "journal.json"
     journal.write_text('{"requests": 3}')
+    unfit = tmp_path / "unfit"
+    unfit.mkdir()
+    (unfit / "ops.yaml").write_text("operations:\n  noSuchOperation:\n    respond:\n      - status: 200\n")
+    entries = tmp_path / "entries.json"
+    entries.write_text('{"requests": [{"method": "GET", "path": "/items", "status": "200"}]}')
     for args, named in (([str(old), str(tmp_path / "missing.yaml")], "missing.yaml"),
                         ([str(old), str(bad)], "bad.yaml"),
                         ([str(old), str(old), "--journal", str(journal)], "journal.json"),
+                        ([str(old), str(old), "--journal", str(entries)], "entries.json"),
+                        ([str(old), str(old), "--url", "http://127.0.0.1:9"], "127.0.0.1:9"),
+                        ([str(old), str(old), "--fixtures", str(unfit)], "unfit"),
                         ([str(old), str(old), "--journal", str(tmp_path / "none.json")], "none.json"),
                         ([str(old), str(old), "--fixtures", str(tmp_path / "nofixtures")], "nofixtures")):
         code, out, err = _cli(capsys, *args)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from .answers import Answers, pick_media_type
-from .diff import RESPONSE, Change, Differ, Site, operation_key, response_key
+from .diff import REQUEST, RESPONSE, Change, Differ, Site, operation_key, response_key
 from .drift import Violation, check, read_response
 from .errors import MockError
 from .fixtures import FixtureSet
@@ -25,6 +25,11 @@ _NAMED = re.compile(r"^'([^']+)' is a required property")
 _UNEXPECTED = re.compile(r"\('([^']+)'(?:, '[^']+')* (?:was|were) unexpected\)")
 _INDEX = re.compile(r"/\d+(?=/|$)")
 _TRUNCATED = "…(truncated)"
+# the kinds of change a broken rule points to, by a word of their name
+_RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",),
+               "required": ("required",), "additionalProperties": ("property-removed",),
+               **{bound: ("bound",) for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                  "minLength", "maxLength", "minItems", "maxItems")}}
 
 
 @dataclass
@@ -113,21 +118,19 @@ class Attributor:
     @staticmethod
     def _explain(sites: list[tuple[Site, Change]], status: str | None, violation: Violation,
                  pointer: str) -> Change | None:
-        """The change whose place is where the breach is: for a missing required property, the property's own
-        place; for an unexpected one, any place inside the object."""
+        """The change whose place is where the breach is (for a missing required or an unexpected property, the
+        property's own place), of the kind the broken rule speaks of when several changes stand there."""
         places = [_INDEX.sub("/*", pointer)]
-        named = _NAMED.match(violation.message)
-        if violation.rule == "required" and named:
-            places.insert(0, places[0].rstrip("/") + "/" + named.group(1))
+        named = _NAMED.match(violation.message) if violation.rule == "required" else None
         unexpected = _UNEXPECTED.search(violation.message)
-        if unexpected:
-            places.insert(0, places[0].rstrip("/") + "/" + unexpected.group(1))
+        for found in (named, unexpected):
+            if found:
+                places.insert(0, places[0].rstrip("/") + "/" + found.group(1))
+        family = _RULE_KINDS.get(violation.rule, ())
         for place in places:
-            for site, change in sites:
-                if _status_fits(site, status) and _matches(site.place, place):
-                    return change
-        if violation.pointer == "/path":  # no operation at this path in NEW
-            return next((c for s, c in sites if s.place == "/path"), None)
+            here = [change for site, change in sites if _status_fits(site, status) and _matches(site.place, place)]
+            if here:
+                return next((c for c in here if any(word in c.kind for word in family)), here[0])
         return None
 
 
@@ -308,7 +311,7 @@ def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline
         if request_body.endswith(_TRUNCATED):
             attributor.skip(JOURNAL_REQUESTS, cut)
         elif entry.get("source") != "error":
-            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), "request", violations)
+            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), REQUEST, violations)
 
 
 def _json(text: str) -> Any:

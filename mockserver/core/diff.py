@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from .documents import pointer_join
 from .spec import Operation, SpecIndex, pointer_uri
@@ -40,8 +41,8 @@ class Location:
 
 @dataclass(frozen=True)
 class Site:
-    """Where a change bites in an exchange: an operation (`GET /cases/{}` of OLD), the side, the status of a
-    response (None on the request side) and a place like drift's (`/body/items/*/kind`, `/query/limit`)."""
+    """Where a change bites in an exchange: an operation (OLD's, as `operation_name` names it), the side, the
+    status of a response (None on the request side) and a place like drift's (`/body/items/*/kind`)."""
 
     operation: str
     side: str
@@ -77,10 +78,16 @@ class _Found:
     tokens: tuple[str, ...]  # instance path below the schema; "*" for any index or key
 
 
-def operation_key(op: Operation) -> str:
-    """An operation's identity across versions: method and path, parameter names left out (a renamed path
+def operation_name(op: Operation) -> str:
+    """An operation as reports name it: `GET /items/{id}` (with the query of a path key such as `?beta=true`)."""
+    query = "?" + urlencode(op.query_match) if op.query_match else ""
+    return f"{op.method} {op.path}{query}"
+
+
+def _identity(op: Operation) -> str:
+    """An operation's identity across versions: its name, path parameter names left out (a renamed path
     parameter is the same URL)."""
-    return f"{op.method} {_TEMPLATE_PARAM.sub('{}', op.path)}"
+    return _TEMPLATE_PARAM.sub("{}", operation_name(op))
 
 
 def response_key(op: Operation, status: int) -> str | None:
@@ -98,13 +105,13 @@ class Differ:
         self._changes: dict[tuple[Any, ...], Change] = {}
 
     def matched(self) -> dict[str, tuple[Operation, Operation | None]]:
-        """OLD's operations by key, each with NEW's operation at the same method and path (or None)."""
-        new_ops = {operation_key(op): op for op in self.new.operations.values()}
-        return {operation_key(op): (op, new_ops.get(operation_key(op))) for op in self.old.operations.values()}
+        """OLD's operations by name, each with NEW's operation at the same method and path (or None)."""
+        new_ops = {_identity(op): op for op in self.new.operations.values()}
+        return {operation_name(op): (op, new_ops.get(_identity(op))) for op in self.old.operations.values()}
 
     def run(self) -> list[Change]:
         pairs = self.matched()
-        old_keys = set(pairs)
+        old_identities = {_identity(op) for op in self.old.operations.values()}
         for key, (old_op, new_op) in pairs.items():
             if new_op is None:
                 self._add("operation-removed", True, REQUEST, f"{key} ({old_op.id}) is removed", old_op.uri,
@@ -112,8 +119,8 @@ class Differ:
             else:
                 self._operation(key, old_op, new_op)
         for new_op in self.new.operations.values():
-            key = operation_key(new_op)
-            if key not in old_keys:
+            key = operation_name(new_op)
+            if _identity(new_op) not in old_identities:
                 self._add("operation-added", False, REQUEST, f"{key} ({new_op.id}) is added",
                           self._parent(self.old, new_op), new_op.uri, Site(key, REQUEST, None, "/path"))
         return sorted(self._changes.values(), key=lambda c: (not c.breaking, c.kind, c.message))

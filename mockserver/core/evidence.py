@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from .answers import Answers, pick_media_type
-from .diff import REQUEST, RESPONSE, Change, Differ, Site, operation_key, response_key
+from .diff import REQUEST, RESPONSE, Change, Differ, Site, operation_name, response_key
 from .drift import Violation, check, read_response
 from .errors import MockError
 from .fixtures import FixtureSet
@@ -300,7 +300,7 @@ def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline
         already = {(v.side, v.place, v.rule) for v in check(old, request, status, response_headers, body).violations}
         violations = [v for v in check(new, request, status, response_headers, body).violations
                       if (v.side, v.place, v.rule) not in already]  # what OLD rejected too is no change's doing
-        key = operation_key(old_op)
+        key = operation_name(old_op)
         shown = f"journal #{entry.get('id', number)} {method} {path}{'?' + query if query else ''} → {status}"
         cut = f"bodies over {BODY_LIMIT // 1024} KB are cut in the journal"
         if response_body.endswith(_TRUNCATED):

@@ -68,8 +68,9 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
             raise Unusable(f"{path}: the journal is not JSON: {exc}") from None
         where = str(path)
     else:
+        url = str(url)
         headers = {"X-Mock-Control-Token": control_token} if control_token else {}
-        request = urllib.request.Request(url.rstrip("/") + "/__mock/requests", headers=headers)  # type: ignore[union-attr]
+        request = urllib.request.Request(url.rstrip("/") + "/__mock/requests", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 data = json.loads(response.read())
@@ -146,7 +147,8 @@ def _timing(report: Report) -> str:
 def _checked(report: Report) -> str:
     checked = ", ".join(f"{n} {source}" for source, n in report.evidence.checked.items())
     skipped = ", ".join(f"{n} {why}" for why, n in report.evidence.skipped.items())
-    return (f"evidence checked against NEW: {checked}" if checked else "") + (f"; skipped: {skipped}" if skipped else "")
+    said = f"evidence checked against NEW: {checked}" if checked else ""
+    return said + (f"; skipped: {skipped}" if skipped else "")
 
 
 def text(report: Report) -> str:

@@ -100,7 +100,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
     # (name, edit, kind, breaking, side)
     ("operation removed", lambda d: d["paths"]["/items/{id}"].pop("delete"), "operation-removed", True, "request"),
     ("operation added", lambda d: d["paths"]["/items/{id}"].update(
-        get={"operationId": "getItem", "responses": {"200": {"description": "x"}}}), "operation-added", False, "request"),
+        get={"operationId": "getItem", "responses": {"200": {"description": "x"}}}), "operation-added", False,
+     "request"),
     ("response removed", lambda d: _get(d)["responses"].pop("404"), "response-removed", True, "response"),
     ("response added", lambda d: _get(d)["responses"].update({"400": {"description": "bad"}}), "response-added",
      False, "response"),
@@ -198,7 +199,8 @@ def test_refs_are_followed_across_files(tmp_path: Path) -> None:
     for folder, data, values in (("old", old, ["red", "green", "blue"]), ("new", new, ["red", "green"])):
         _schemas(data)["Color"] = {"$ref": "colors.yaml#/Color"}
         (tmp_path / folder / "colors.yaml").write_text(f"Color:\n  type: string\n  enum: {json.dumps(values)}\n")
-    changes = diff(SpecIndex(_write(tmp_path / "old", "api.yaml", old)), SpecIndex(_write(tmp_path / "new", "api.yaml", new)))
+    changes = diff(SpecIndex(_write(tmp_path / "old", "api.yaml", old)),
+                   SpecIndex(_write(tmp_path / "new", "api.yaml", new)))
     request = next(c for c in changes if c.side == "request")
     assert Path(request.old.file) == tmp_path / "old" / "colors.yaml" and request.old.line == 3
     assert Path(request.new.file) == tmp_path / "new" / "colors.yaml" and request.old.pointer == "/Color/enum"
@@ -303,7 +305,8 @@ def _examples_with(field: str, value: Any = None) -> int:
                for example in media.examples.values())
 
 
-def test_kindgi_breaking_edits_with_the_fixtures_as_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_kindgi_breaking_edits_with_the_fixtures_as_evidence(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     new = _kindgi_edited(tmp_path)
     code, out, _ = _cli(capsys, str(KINDGI_SPEC), str(new), "--fixtures", str(KINDGI_FIXTURES), "--format", "json",
                         "--fail-on", "breaking")
@@ -406,6 +409,7 @@ def _shop_pair(tmp_path: Path) -> tuple[Path, Path, Path]:
     _schemas(new)["Color"]["enum"].remove("blue")
     _schemas(new)["Item"]["properties"].pop("note")
     _get(new)["responses"].pop("404")
+    _get(new)["parameters"][2]["name"] = "query"
     _post(new).update(security=[{"bearer": []}])
     new["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     fixtures = tmp_path / "fixtures"
@@ -424,7 +428,8 @@ def test_fixture_answers_items_answers_and_scenarios_are_counted_per_change(
     assert enum["count"] == 3  # items b and c of the listing, the fixed answer of createItem
     assert enum["instance"].startswith("items[1] (") and "data[1].color = 'blue'" in enum["instance"]
     note = by_kind[("property-removed", "response")]["evidence"]["fixture answers"]
-    assert note["count"] == 3 and "data[0].note = 'first' is served today" in note["instance"]  # items a and c, createItem
+    assert note["count"] == 3  # items a and c, the fixed answer of createItem
+    assert "data[0].note = 'first' is served today" in note["instance"]
     removed = by_kind[("response-removed", "response")]["evidence"]["fixture answers"]
     assert removed["count"] == 1 and removed["instance"].startswith("scenario nothing-here (")
     assert report["checked"] == {"fixture answers": 5} and report["unexplained"] == []
@@ -437,8 +442,8 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
     old, new, _ = _shop_pair(tmp_path)
 
     def entry(number: int, method: str, path: str, status: int, body: Any, sent: Any = None,
-              source: str = "fixture") -> dict[str, Any]:
-        return {"id": number, "method": method, "path": path, "query": "", "status": status, "source": source,
+              source: str = "fixture", query: str = "") -> dict[str, Any]:
+        return {"id": number, "method": method, "path": path, "query": query, "status": status, "source": source,
                 "requestHeaders": {"Content-Type": "application/json"} if sent else {},
                 "requestBody": json.dumps(sent) if sent else None, "responseBody": json.dumps(body),
                 "responseHeaders": {"Content-Type": "application/json"}}
@@ -447,7 +452,7 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
     journal.write_text(json.dumps({"requests": [
         entry(1, "POST", "/items", 201, {"id": "z", "color": "red"}, {"color": "red"}),
         entry(2, "GET", "/items", 404, {"message": "none"}, source="scenario"),
-        entry(3, "GET", "/items", 200, {"data": [{"id": "b", "color": "blue"}]}),
+        entry(3, "GET", "/items", 200, {"data": [{"id": "b", "color": "blue"}]}, query="q=blu"),
         entry(4, "POST", "/items", 400, {"message": "bad"}, {"color": 3}, source="error"),
     ]}))
     code, out, _ = _cli(capsys, str(old), str(new), "--journal", str(journal), "--format", "json",
@@ -461,6 +466,9 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
     assert status["count"] == 1 and status["instance"].startswith("journal #2 GET /items → 404")
     enum = by_kind[("enum-narrowed", "response")]["evidence"]["journaled answers"]
     assert enum["count"] == 1 and "data[0].color = 'blue'" in enum["instance"]
+    renamed = by_kind[("parameter-renamed", "request")]["evidence"]["journaled requests"]
+    assert renamed["count"] == 1
+    assert renamed["instance"] == "journal #3 GET /items?q=blu → 200: /query/q = 'blu' is sent today"
     # the request OLD refused (entry 4) is the client's own error: not replayed
     assert report["checked"] == {"journaled answers": 4, "journaled requests": 3}
     assert report["unexplained"] == []  # entry 4's undeclared 400 broke OLD as much as NEW: no change's doing

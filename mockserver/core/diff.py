@@ -301,7 +301,8 @@ class _Schemas:
 
     def __init__(self, differ: Differ, old: dict[str, Any], old_uri: str, new: dict[str, Any], new_uri: str,
                  side: str, nullable: tuple[bool, bool]) -> None:
-        self.differ, self.old, self.old_uri, self.new, self.new_uri, self.side = differ, old, old_uri, new, new_uri, side
+        self.differ, self.side = differ, side
+        self.old, self.old_uri, self.new, self.new_uri = old, old_uri, new, new_uri
         self.nullable = nullable  # admitted null through a wrapper (see Differ._unwrapped), OLD and NEW
         self.found: list[_Found] = []
 
@@ -344,13 +345,11 @@ class _Schemas:
 
     def _enum(self) -> None:
         old_values, new_values = _enum(self.old), _enum(self.new)
-        if old_values is None and new_values is None:
-            return
-        if old_values is None:
-            self.add("enum-narrowed", True, f"now limited to the enum {_shown(new_values)}", "enum")  # type: ignore[arg-type]
-            return
-        if new_values is None:
+        if new_values is not None and old_values is None:
+            self.add("enum-narrowed", True, f"now limited to the enum {_shown(new_values)}", "enum")
+        elif old_values is not None and new_values is None:
             self.add("enum-widened", False, f"no longer limited to the enum {_shown(old_values)}", "enum")
+        if old_values is None or new_values is None:
             return
         gone = [v for k, v in old_values.items() if k not in new_values]
         came = [v for k, v in new_values.items() if k not in old_values]

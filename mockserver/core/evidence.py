@@ -25,6 +25,7 @@ _NAMED = re.compile(r"^'([^']+)' is a required property")
 _UNEXPECTED = re.compile(r"\('([^']+)'(?:, '[^']+')* (?:was|were) unexpected\)")
 _INDEX = re.compile(r"/\d+(?=/|$)")
 _TRUNCATED = "…(truncated)"
+_GONE = {"property-removed", "parameter-removed", "parameter-renamed", "parameter-moved"}
 # the kinds of change a broken rule points to, by a word of their name
 _RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",),
                "required": ("required",), "additionalProperties": ("property-removed",),
@@ -47,7 +48,8 @@ class Tally:
 @dataclass
 class Evidence:
     by_change: dict[int, dict[str, Tally]] = field(default_factory=dict)  # id(change) -> source -> tally
-    unexplained: dict[tuple[str, str, str], dict[str, Tally]] = field(default_factory=dict)  # breaches no change explains
+    # breaches no change explains, by (operation, place, rule)
+    unexplained: dict[tuple[str, str, str], dict[str, Tally]] = field(default_factory=dict)
     checked: dict[str, int] = field(default_factory=dict)  # how many of each source were checked
     skipped: dict[str, int] = field(default_factory=dict)  # and left out (truncated bodies, …), with why
 
@@ -67,6 +69,8 @@ class Exhibit:
     side: str
     violations: list[Violation]
     pointer_prefix: tuple[str, str] = ("", "")  # a listing's item checked inside a one-item page: /items/0 → /items/3
+    sent: dict[str, str] = field(default_factory=dict)  # a request's parameters: "/query/kind" -> value (headers
+    # lower-case), to find those a removed, renamed or moved parameter held
 
 
 class Attributor:
@@ -101,15 +105,18 @@ class Attributor:
             if id(change) not in counted:
                 counted.add(id(change))
                 self.evidence.by_change.setdefault(id(change), {}).setdefault(source, Tally()).add(instance)
-        for site, change in sites:  # a removed field breaks the clients that read (or send) it where it was
-            if change.kind != "property-removed" or id(change) in counted or not _status_fits(site, exhibit.status):
+        for site, change in sites:  # a field gone breaks the clients that read (or send) it where it was
+            if change.kind not in _GONE or id(change) in counted or not _status_fits(site, exhibit.status):
                 continue
-            found = next(_present(exhibit.payload, site.place), None)
+            found = next(_present(exhibit.payload, site.place), None) if change.kind == "property-removed" else \
+                _parameter(exhibit.sent, site.place)
             if found is not None:
                 counted.add(id(change))
                 pointer, value = found
+                said = "is served today" if exhibit.side == RESPONSE else "is sent today"
                 self.evidence.by_change.setdefault(id(change), {}).setdefault(source, Tally()).add(
-                    f"{exhibit.where}: {_dotted(pointer)} = {_value(value)} is served today")
+                    f"{exhibit.where}: {_dotted(pointer) if change.kind == 'property-removed' else pointer} = "
+                    f"{_value(value)} {said}")
 
     def skip(self, source: str, why: str) -> None:
         key = f"{source} ({why})"
@@ -132,6 +139,12 @@ class Attributor:
             if here:
                 return next((c for c in here if any(word in c.kind for word in family)), here[0])
         return None
+
+
+def _parameter(sent: dict[str, str], place: str) -> tuple[str, str] | None:
+    location, _, name = place[1:].partition("/")
+    key = f"/{location}/{name.lower() if location == 'header' else name}"
+    return (place, sent[key]) if key in sent else None
 
 
 def _status_fits(site: Site, status: str | None) -> bool:
@@ -216,7 +229,8 @@ def fixture_exhibits(old: Pipeline, differ: Differ) -> Iterator[Exhibit]:
             old_op.success_status) else None
         media_type = media.name if media else "application/json"
         status = old_op.success_status
-        collection = fixture.listing.collection if fixture.listing else fixture.item.collection if fixture.item else None
+        query = fixture.listing or fixture.item
+        collection = query.collection if query else None
         for index, item in enumerate(collection.items if collection else []):
             where = _item_place(collection, index)
             if fixture.listing:
@@ -311,7 +325,9 @@ def journal_exhibits(entries: list[dict[str, Any]], old: Pipeline, new: Pipeline
         if request_body.endswith(_TRUNCATED):
             attributor.skip(JOURNAL_REQUESTS, cut)
         elif entry.get("source") != "error":
-            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), REQUEST, violations)
+            sent = {f"/query/{name}": values[0] for name, values in (request.query() or {}).items()}
+            sent.update({f"/header/{name}": value for name, value in headers.items()})
+            yield Exhibit(JOURNAL_REQUESTS, shown, key, None, _json(request_body), REQUEST, violations, sent=sent)
 
 
 def _json(text: str) -> Any:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from .answers import Answers, pick_media_type
+from .answers import pick_media_type
 from .diff import REQUEST, RESPONSE, Change, Differ, Site, operation_name, response_key
 from .drift import Violation, check, read_response
 from .errors import MockError
@@ -221,26 +221,26 @@ def fixture_exhibits(old: Pipeline, differ: Differ) -> Iterator[Exhibit]:
     """Every answer the fixtures make OLD serve (each item of a listed or fetched collection, fixed answers,
     scenario bodies, the examples it serves), checked against NEW's operation at the same method and path."""
     pairs = {old_op.id: (key, new_op) for key, (old_op, new_op) in differ.matched().items()}
-    answers: Answers = old.answers
-    for op_id, fixture in answers.fixtures.items():
+    for op_id, fixture in old.answers.fixtures.items():
         key, new_op = pairs[op_id]
         old_op = old.spec.operations[op_id]
-        media = pick_media_type(old_op.response(old_op.success_status).content) if old_op.response(
-            old_op.success_status) else None
-        media_type = media.name if media else "application/json"
         status = old_op.success_status
-        query = fixture.listing or fixture.item
-        collection = query.collection if query else None
-        for index, item in enumerate(collection.items if collection else []):
-            where = _item_place(collection, index)
+        response = old_op.response(status)
+        media = pick_media_type(response.content) if response else None
+        media_type = media.name if media else "application/json"
+        collection = fixture.listing.collection if fixture.listing else fixture.item.collection if fixture.item \
+            else None
+        for index, item in enumerate(collection.items if collection is not None else []):
+            assert collection is not None
+            served, where = collection.public(item), _item_place(collection, index)
             if fixture.listing:
                 items_field = fixture.listing.items_field
-                page = {items_field: [collection.public(item)], fixture.listing.has_more_field: False}
+                page = {items_field: [served], fixture.listing.has_more_field: False}
                 yield _answer(key, old_op, new_op, status, media_type, page, where,
                               (f"/body/{items_field}/0", f"/body/{items_field}/{index}"),
-                              {items_field: [None] * index + [collection.public(item)]})
+                              {items_field: [*[None] * index, served]})
             else:
-                yield _answer(key, old_op, new_op, status, media_type, collection.public(item), where)
+                yield _answer(key, old_op, new_op, status, media_type, served, where)
         for respond in fixture.respond:
             answer = respond.answer
             yield _answer(key, old_op, new_op, answer.status, answer.media_type or media_type, answer.payload,

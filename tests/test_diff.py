@@ -39,6 +39,8 @@ def _base() -> dict[str, Any]:
                             "type": "object", "required": ["data"], "properties": {
                                 "data": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}}}}},
                         "404": {"description": "none", "content": {"application/json": {"schema": {"type": "object"}}}},
+                        "503": {"description": "busy", "headers": {"Retry-After": {"required": True, "schema": {
+                            "type": "integer", "maximum": 60}}}},
                     },
                 },
                 "post": {
@@ -105,6 +107,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
     ("response removed", lambda d: _get(d)["responses"].pop("404"), "response-removed", True, "response"),
     ("response added", lambda d: _get(d)["responses"].update({"400": {"description": "bad"}}), "response-added",
      False, "response"),
+    ("response header removed", lambda d: _get(d)["responses"]["503"].pop("headers"), "header-removed", True,
+     "response"),
+    ("response header bound widened", lambda d: _get(d)["responses"]["503"]["headers"]["Retry-After"]["schema"].update(
+        maximum=120), "bound-widened", True, "response"),
     ("required parameter added", lambda d: _get(d)["parameters"].append(
         {"name": "shop", "in": "header", "required": True, "schema": {"type": "string"}}),
      "parameter-added-required", True, "request"),

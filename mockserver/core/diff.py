@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from .documents import pointer_join
-from .spec import Operation, SpecIndex, pointer_uri
+from .spec import Operation, Response, SpecIndex, pointer_uri
 
 REQUEST, RESPONSE = "request", "response"
 _TEMPLATE_PARAM = re.compile(r"\{[^}]*\}")
@@ -161,6 +161,7 @@ class Differ:
                 self._add("response-removed", True, RESPONSE, f"{key} no longer declares response {status}",
                           old_response.uri, pointer_uri(new.uri, "responses"), Site(key, RESPONSE, status, "/status"))
                 continue
+            self._headers(key, status, old_response, new_response)
             for name, old_media in old_response.content.items():
                 new_media = new_response.content.get(name)
                 if new_media is None:
@@ -174,6 +175,20 @@ class Differ:
             if status not in old.responses:
                 self._add("response-added", False, RESPONSE, f"{key} declares a new response {status}",
                           pointer_uri(old.uri, "responses"), new_response.uri, Site(key, RESPONSE, status, "/status"))
+
+    def _headers(self, key: str, status: str, old: Response, new: Response) -> None:
+        """A response header clients read: gone is breaking, its schema compared as the body's."""
+        news = {name.lower(): header for name, header in new.headers.items()}
+        for name, old_header in old.headers.items():
+            new_header = news.get(name.lower())
+            site = Site(key, RESPONSE, status, f"/headers/{name}")
+            if new_header is None:
+                self._add("header-removed", True, RESPONSE, f"{key} {status} no longer sends the header {name}",
+                          pointer_uri(old.uri, "headers", name), pointer_uri(new.uri, "headers")
+                          if new.headers else new.uri, site)
+            elif old_header.schema and new_header.schema:
+                self._schemas(key, RESPONSE, status, f"/headers/{name}", old_header.schema.node,
+                              old_header.schema.uri, new_header.schema.node, new_header.schema.uri)
 
     def _parameters(self, key: str, old: Operation, new: Operation) -> None:
         def by_key(op: Operation) -> dict[tuple[str, str], tuple[int, Any]]:

@@ -6,6 +6,7 @@ bound, a new required parameter or property) rejects what clients send: breaking
 *receives* responses, so a response widened (a new enum value, a looser bound, a new type, made nullable, a
 property no longer required or gone) hands clients what they may not handle: breaking; narrowed is not for
 clients (it may still reject what the server sends today: that is what the evidence, `core/evidence.py`, shows).
+A parameter or request property removed is breaking too: what clients send in it is ignored from now on.
 
 Schemas are compared through `$ref`s across files, once per pair of schemas (a component used by a hundred
 operations is compared once), so two descriptions of several MB compare in seconds.
@@ -403,14 +404,13 @@ class _Schemas:
             return
         old_required = set(self.old.get("required") or [])
         new_required = set(self.new.get("required") or [])
-        closed = self.new.get("additionalProperties") is False or self.new.get("unevaluatedProperties") is False
         for name in old_props:
             if name in new_props:
                 continue
             old_uri = pointer_uri(self.old_uri, "properties", name)
             new_uri = pointer_uri(self.new_uri, "properties") if "properties" in self.new else self.new_uri
-            breaking = self.side == RESPONSE or closed  # clients read it; or may no longer send it
-            self.found.append(_Found("property-removed", breaking, f"property {name} removed", old_uri, new_uri,
+            # clients read it; or send it, and it is ignored now (refused, if NEW closes the object)
+            self.found.append(_Found("property-removed", True, f"property {name} removed", old_uri, new_uri,
                                      (str(name),)))
         for name in new_props:
             if name in old_props or name not in new_required or self.side != REQUEST:

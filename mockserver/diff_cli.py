@@ -37,6 +37,12 @@ class Report:
     def breaking(self) -> list[Change]:
         return [c for c in self.changes if self.is_breaking(c)]
 
+    @property
+    def fails(self) -> bool:
+        """`--fail-on breaking`: a breaking change, or answers and requests NEW rejects that no change explains
+        (a keyword the diff does not compare: they break all the same)."""
+        return bool(self.breaking or self.evidence.unexplained)
+
     def is_breaking(self, change: Change) -> bool:
         """Breaking for clients, or (a narrowed response) rejecting answers the API really serves."""
         return change.breaking or bool(self.evidence.of(change))
@@ -134,8 +140,9 @@ def _evidence_line(tallies: dict[str, Tally]) -> str:
 
 
 def _counts(report: Report) -> str:
-    breaking = len(report.breaking)
-    return f"{len(report.changes)} change(s), {breaking} breaking"
+    rejected = sum(t.count for tallies in report.evidence.unexplained.values() for t in tallies.values())
+    also = f"; NEW rejects {rejected} more answer(s) or request(s) no change explains" if rejected else ""
+    return f"{len(report.changes)} change(s), {len(report.breaking)} breaking{also}"
 
 
 def _timing(report: Report) -> str:
@@ -167,13 +174,13 @@ def text(report: Report) -> str:
         if tallies:
             lines.append(f"      breaks {_evidence_line(tallies)}")
             lines += [f"        e.g. {t.instance}" for t in tallies.values()]
+    if not report.changes:
+        lines.append("  no changes")
     if report.evidence.unexplained:
         lines.append("  NEW also rejects (no change above explains it):")
         for (operation, place, rule), tallies in report.evidence.unexplained.items():
             lines.append(f"    {operation} {place} [{rule}]: {_evidence_line(tallies)}")
             lines += [f"      e.g. {t.instance}" for t in tallies.values()]
-    if not report.changes:
-        lines.append("  no changes")
     checked = _checked(report)
     if checked:
         lines.append(checked)
@@ -187,7 +194,7 @@ def _cell(value: str) -> str:
 
 def markdown(report: Report) -> str:
     """A pull-request comment: the verdict, a table of the changes, the evidence under each breaking one."""
-    head = "breaks clients" if report.breaking else "breaks no client"
+    head = "breaks clients" if report.fails else "breaks no client"
     lines = [f"### `mockserver diff`: {head}", "", f"`{report.old}` → `{report.new}`: {_counts(report)}", ""]
     if report.changes:
         lines += ["| | change | side | where (old → new) | evidence |", "|---|---|---|---|---|"]
@@ -240,6 +247,6 @@ def run(old: Path, new: Path, *, fixtures: Path | None = None, journal: Path | N
         sys.stdout.flush()
     except BrokenPipeError:  # read by `head` or a closed pipe: nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's own flush at exit stays quiet
-    if fail_on == "any" and report.changes or fail_on == "breaking" and report.breaking:
+    if fail_on == "any" and (report.changes or report.fails) or fail_on == "breaking" and report.fails:
         return 1
     return 0

@@ -131,6 +131,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
      "bound-widened", True, "response"),
     ("request pattern changed", lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(pattern="^[a-z]{2,}$"),
      "pattern-narrowed", True, "request"),
+    ("request format added", lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(format="email"),
+     "format-narrowed", True, "request"),
     ("request pattern removed", lambda d: _schemas(d)["NewItem"]["properties"]["name"].pop("pattern"),
      "pattern-widened", False, "request"),
     ("type changed", lambda d: _schemas(d)["Item"]["properties"]["price"].update(type="string"), "type-changed",
@@ -478,3 +480,21 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
     # the request OLD refused (entry 4) is the client's own error: not replayed
     assert report["checked"] == {"journaled answers": 4, "journaled requests": 3}
     assert report["unexplained"] == []  # entry 4's undeclared 400 broke OLD as much as NEW: no change's doing
+
+
+def test_what_new_rejects_without_a_change_to_explain_it_still_fails(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A keyword the diff does not compare (here `propertyNames`) still rejects served answers: said apart, and
+    `--fail-on breaking` is met."""
+    new = _base()
+    _schemas(new)["Item"]["propertyNames"] = {"pattern": "^[a-z]{1,4}$"}  # `color` is too long now
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    (fixtures / "shop.yaml").write_text(SHOP_FIXTURES)
+    old = _write(tmp_path, "old.yaml", _base())
+    code, out, _ = _cli(capsys, str(old), str(_write(tmp_path, "new.yaml", new)), "--fixtures", str(fixtures),
+                        "--fail-on", "breaking")
+    assert code == 1
+    assert "0 change(s), 0 breaking; NEW rejects 4 more answer(s) or request(s) no change explains" in out
+    assert "GET /items /body/data/* [pattern]: 3 fixture answers" in out
+    assert "POST /items /body [pattern]: 1 fixture answers" in out

@@ -389,14 +389,16 @@ class _Schemas:
                          f"{keyword} {before} is now {after}", keyword)
 
     def _pattern(self) -> None:
-        before, after = self.old.get("pattern"), self.new.get("pattern")
-        if before == after:
-            return
-        if after is None:
-            self.add("pattern-widened", False, f"pattern {before!r} removed", "pattern")
-        else:  # another pattern may reject what the old one took: read as narrowed
-            self.add("pattern-narrowed", True, f"pattern {before!r} is now {after!r}" if before else
-                     f"pattern {after!r} added", "pattern")
+        """`pattern` and `format`: another one may reject what the old one took, so a change reads as narrowed."""
+        for keyword in ("pattern", "format"):
+            before, after = self.old.get(keyword), self.new.get(keyword)
+            if before == after:
+                continue
+            if after is None:
+                self.add(f"{keyword}-widened", False, f"{keyword} {before!r} removed", keyword)
+            else:
+                self.add(f"{keyword}-narrowed", True, f"{keyword} {before!r} is now {after!r}" if before else
+                         f"{keyword} {after!r} added", keyword)
 
     def _properties(self) -> None:
         old_props, new_props = self.old.get("properties") or {}, self.new.get("properties") or {}

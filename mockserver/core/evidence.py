@@ -27,7 +27,7 @@ _INDEX = re.compile(r"/\d+(?=/|$)")
 _TRUNCATED = "…(truncated)"
 _GONE = {"property-removed", "parameter-removed", "parameter-renamed", "parameter-moved"}
 # the kinds of change a broken rule points to, by a word of their name
-_RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",),
+_RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",), "format": ("format",),
                "required": ("required",), "additionalProperties": ("property-removed",),
                **{bound: ("bound",) for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                                   "minLength", "maxLength", "minItems", "maxItems")}}
@@ -87,6 +87,7 @@ class Attributor:
         source = exhibit.source
         self.evidence.checked[source] = self.evidence.checked.get(source, 0) + 1
         counted: set[int] = set()
+        unexplained: set[tuple[str, str, str]] = set()
         every = self._sites.get(exhibit.operation, [])
         sites = [(site, change) for site, change in every if site.side == exhibit.side]
         for violation in exhibit.violations:
@@ -99,8 +100,9 @@ class Attributor:
             instance = f"{exhibit.where}: {_describe(pointer, exhibit.payload, violation)}"
             if change is None:
                 key = (exhibit.operation, _INDEX.sub("/*", pointer), violation.rule)
-                tallies = self.evidence.unexplained.setdefault(key, {})
-                tallies.setdefault(source, Tally()).add(instance)
+                if key not in unexplained:  # once per answer or request, as for a change
+                    unexplained.add(key)
+                    self.evidence.unexplained.setdefault(key, {}).setdefault(source, Tally()).add(instance)
                 continue
             if id(change) not in counted:
                 counted.add(id(change))

@@ -247,6 +247,8 @@ def test_exit_codes_and_formats(tmp_path: Path, capsys: pytest.CaptureFixture[st
     request = next(c for c in report["changes"] if c["side"] == "request")
     assert request["old"]["pointer"] == "/components/schemas/Color/enum" and request["old"]["line"]
     assert request["operations"] == ["GET /items", "POST /items"]
+    assert request["sites"] == [{"operation": "GET /items", "status": None, "place": "/query/color"},
+                                {"operation": "POST /items", "status": None, "place": "/body/color"}]
     code, out, _ = _cli(capsys, str(old), str(broken), "--format", "markdown")
     assert out.startswith("### `mockserver diff`: breaks clients") and "| 🔴 breaking |" in out
 

@@ -64,7 +64,8 @@ class Change:
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "breaking": self.breaking, "side": self.side, "message": self.message,
                 "old": self.old.as_dict() if self.old else None, "new": self.new.as_dict() if self.new else None,
-                "operations": sorted({s.operation for s in self.sites})}
+                "operations": sorted({s.operation for s in self.sites}),
+                "sites": [{"operation": s.operation, "status": s.status, "place": s.place} for s in self.sites]}
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,8 @@ class Differ:
             change = self._changes[identity] = Change(kind, breaking, side, message,
                                                       self._location(self.old, old_uri),
                                                       self._location(self.new, new_uri))
-        change.sites.append(site)
+        if site not in change.sites:  # reached twice (two `allOf` branches naming one schema): one site
+            change.sites.append(site)
 
     # -- operations ----------------------------------------------------------------------------------------
     def _operation(self, key: str, old: Operation, new: Operation) -> None:

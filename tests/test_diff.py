@@ -169,6 +169,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], Any], str, bool, str]] = [
         "application/x-www-form-urlencoded"), "media-type-removed", True, "request"),
     ("security added", lambda d: (_post(d).update(security=[{"bearer": []}]), d["components"].update(
         securitySchemes={"bearer": {"type": "http", "scheme": "bearer"}})), "security-added", True, "request"),
+    ("request body removed", lambda d: _post(d).pop("requestBody"), "request-body-removed", True, "request"),
     ("request body made required", lambda d: d["paths"]["/items/{id}"]["delete"].update(requestBody={
         "required": True, "content": {"application/json": {"schema": {"type": "object"}}}}),
      "request-body-made-required", True, "request"),
@@ -420,6 +421,9 @@ def _shop_pair(tmp_path: Path) -> tuple[Path, Path, Path]:
     _schemas(new)["Item"]["properties"].pop("note")
     _get(new)["responses"].pop("404")
     _get(new)["parameters"][2]["name"] = "query"
+    delete = new["paths"].pop("/items/{id}")["delete"]  # the same URL, its parameter renamed and narrowed
+    delete["parameters"][0].update(name="itemId", schema={"type": "string", "maxLength": 3})
+    new["paths"]["/items/{itemId}"] = {"delete": delete}
     _post(new).update(security=[{"bearer": []}])
     new["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     fixtures = tmp_path / "fixtures"
@@ -455,7 +459,8 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
               source: str = "fixture", query: str = "") -> dict[str, Any]:
         return {"id": number, "method": method, "path": path, "query": query, "status": status, "source": source,
                 "requestHeaders": {"Content-Type": "application/json"} if sent else {},
-                "requestBody": json.dumps(sent) if sent else None, "responseBody": json.dumps(body),
+                "requestBody": json.dumps(sent) if sent else None,
+                "responseBody": json.dumps(body) if body is not None else None,
                 "responseHeaders": {"Content-Type": "application/json"}}
 
     journal = tmp_path / "requests.json"
@@ -464,6 +469,7 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
         entry(2, "GET", "/items", 404, {"message": "none"}, source="scenario"),
         entry(3, "GET", "/items", 200, {"data": [{"id": "b", "color": "blue"}]}, query="q=blu"),
         entry(4, "POST", "/items", 400, {"message": "bad"}, {"color": 3}, source="error"),
+        entry(5, "DELETE", "/items/abcdef", 204, None),
     ]}))
     code, out, _ = _cli(capsys, str(old), str(new), "--journal", str(journal), "--format", "json",
                         "--fail-on", "breaking")
@@ -479,8 +485,12 @@ def test_a_saved_journal_counts_requests_and_answers(tmp_path: Path, capsys: pyt
     renamed = by_kind[("parameter-renamed", "request")]["evidence"]["journaled requests"]
     assert renamed["count"] == 1
     assert renamed["instance"] == "journal #3 GET /items?q=blu → 200: /query/q = 'blu' is sent today"
+    bound = by_kind[("bound-narrowed", "request")]
+    assert bound["sites"] == [{"operation": "DELETE /items/{id}", "status": None, "place": "/path/itemId"}]
+    assert bound["evidence"]["journaled requests"]["count"] == 1
+    assert bound["evidence"]["journaled requests"]["instance"].startswith("journal #5 DELETE /items/abcdef → 204")
     # the request OLD refused (entry 4) is the client's own error: not replayed
-    assert report["checked"] == {"journaled answers": 4, "journaled requests": 3}
+    assert report["checked"] == {"journaled answers": 5, "journaled requests": 4}
     assert report["unexplained"] == []  # entry 4's undeclared 400 broke OLD as much as NEW: no change's doing
 
 

@@ -239,15 +239,18 @@ class Differ:
         for old_param, new_param in zip([p for p in old.parameters if p.location == "path"],
                                         [p for p in new.parameters if p.location == "path"]):
             if old_param.schema and new_param.schema:  # by position: a renamed path parameter is the same URL
-                self._schemas(key, REQUEST, None, f"/path/{old_param.name}", old_param.schema.node,
+                self._schemas(key, REQUEST, None, f"/path/{new_param.name}", old_param.schema.node,
                               old_param.schema.uri, new_param.schema.node, new_param.schema.uri)
 
     def _request_body(self, key: str, old: Operation, new: Operation) -> None:
         old_body, new_body = old.request_body, new.request_body
         body_uri = pointer_uri(new.uri, "requestBody")
+        site = Site(key, REQUEST, None, "/body")
+        if new_body is None and old_body is not None:
+            self._add("request-body-removed", True, REQUEST, f"{key}: takes no request body any more (what clients "
+                      "send is ignored)", pointer_uri(old.uri, "requestBody"), new.uri, site)
         if new_body is None or (old_body is None and not new_body.required):
             return
-        site = Site(key, REQUEST, None, "/body")
         if old_body is None or (new_body.required and not old_body.required):
             self._add("request-body-made-required", True, REQUEST, f"{key}: a request body is now required",
                       pointer_uri(old.uri, "requestBody") if old_body else old.uri, body_uri, site)

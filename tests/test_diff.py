@@ -510,3 +510,20 @@ def test_what_new_rejects_without_a_change_to_explain_it_still_fails(tmp_path: P
     assert "0 change(s), 0 breaking; NEW rejects 4 more answer(s) or request(s) no change explains" in out
     assert "GET /items /body/data/* [pattern]: 3 fixture answers" in out
     assert "POST /items /body [pattern]: 1 fixture answers" in out
+
+
+def test_a_removed_request_body_counts_the_requests_that_send_one(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    new = _base()
+    _post(new).pop("requestBody")
+    journal = tmp_path / "requests.json"
+    journal.write_text(json.dumps({"requests": [
+        {"id": 7, "method": "POST", "path": "/items", "query": "", "status": 201, "source": "fixture",
+         "requestHeaders": {"Content-Type": "application/json"}, "requestBody": '{"color": "red"}',
+         "responseHeaders": {"Content-Type": "application/json"}, "responseBody": '{"id": "z", "color": "red"}'}]}))
+    code, out, _ = _cli(capsys, str(_write(tmp_path, "old.yaml", _base())), str(_write(tmp_path, "new.yaml", new)),
+                        "--journal", str(journal))
+    assert code == 0
+    assert "BREAKING [request-body-removed, request] POST /items: takes no request body any more" in out
+    assert "breaks 1 journaled requests" in out
+    assert "e.g. journal #7 POST /items → 201: /body = {\"color\": \"red\"} is sent today" in out

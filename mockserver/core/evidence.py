@@ -25,10 +25,10 @@ _NAMED = re.compile(r"^'([^']+)' is a required property")
 _UNEXPECTED = re.compile(r"\('([^']+)'(?:, '[^']+')* (?:was|were) unexpected\)")
 _INDEX = re.compile(r"/\d+(?=/|$)")
 _TRUNCATED = "…(truncated)"
-_GONE = {"property-removed", "parameter-removed", "parameter-renamed", "parameter-moved"}
+_GONE = {"property-removed", "parameter-removed", "parameter-renamed", "parameter-moved", "request-body-removed"}
 # the kinds of change a broken rule points to, by a word of their name
-_RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",), "format": ("format",),
-               "required": ("required",), "additionalProperties": ("property-removed",),
+_RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",),
+               "format": ("format",), "required": ("required",), "additionalProperties": ("property-removed",),
                **{bound: ("bound",) for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                                   "minLength", "maxLength", "minItems", "maxItems")}}
 
@@ -110,8 +110,7 @@ class Attributor:
         for site, change in sites:  # a field gone breaks the clients that read (or send) it where it was
             if change.kind not in _GONE or id(change) in counted or not _status_fits(site, exhibit.status):
                 continue
-            found = next(_present(exhibit.payload, site.place), None) if change.kind == "property-removed" else \
-                _parameter(exhibit.sent, site.place)
+            found = _carried(change.kind, exhibit, site.place)
             if found is not None:
                 counted.add(id(change))
                 pointer, value = found
@@ -143,10 +142,15 @@ class Attributor:
         return None
 
 
-def _parameter(sent: dict[str, str], place: str) -> tuple[str, str] | None:
+def _carried(kind: str, exhibit: Exhibit, place: str) -> tuple[str, Any] | None:
+    """Where an answer or request carries what a change took away (a property, a parameter, the body), and what."""
+    if kind == "property-removed":
+        return next(_present(exhibit.payload, place), None)
+    if kind == "request-body-removed":
+        return (place, exhibit.payload) if exhibit.payload is not None else None
     location, _, name = place[1:].partition("/")
     key = f"/{location}/{name.lower() if location == 'header' else name}"
-    return (place, sent[key]) if key in sent else None
+    return (place, exhibit.sent[key]) if key in exhibit.sent else None
 
 
 def _status_fits(site: Site, status: str | None) -> bool:

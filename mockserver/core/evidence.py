@@ -236,17 +236,17 @@ def fixture_exhibits(old: Pipeline, differ: Differ) -> Iterator[Exhibit]:
         media_type = media.name if media else "application/json"
         collection = fixture.listing.collection if fixture.listing else fixture.item.collection if fixture.item \
             else None
-        for index, item in enumerate(collection.items if collection is not None else []):
-            assert collection is not None
-            served, where = collection.public(item), _item_place(collection, index)
-            if fixture.listing:
-                items_field = fixture.listing.items_field
-                page = {items_field: [served], fixture.listing.has_more_field: False}
-                yield _answer(key, old_op, new_op, status, media_type, page, where,
-                              (f"/body/{items_field}/0", f"/body/{items_field}/{index}"),
-                              {items_field: [*[None] * index, served]})
-            else:
-                yield _answer(key, old_op, new_op, status, media_type, served, where)
+        if collection is not None:
+            for index, item in enumerate(collection.items):
+                served, where = collection.public(item), _item_place(collection, index)
+                if fixture.listing:
+                    items_field = fixture.listing.items_field
+                    page = {items_field: [served], fixture.listing.has_more_field: False}
+                    yield _answer(key, old_op, new_op, status, media_type, page, where,
+                                  (f"/body/{items_field}/0", f"/body/{items_field}/{index}"),
+                                  {items_field: [*[None] * index, served]})
+                else:
+                    yield _answer(key, old_op, new_op, status, media_type, served, where)
         for respond in fixture.respond:
             answer = respond.answer
             yield _answer(key, old_op, new_op, answer.status, answer.media_type or media_type, answer.payload,

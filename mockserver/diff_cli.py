@@ -117,7 +117,10 @@ def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[d
         except LoadError as exc:
             raise Unusable(_one_line(exc, f"the fixtures {fixtures} do not load against OLD {old_path} (they are "
                                           "what is served today)")) from None
-        new_pipeline = Pipeline(new, load_fixtures(None)) if entries is not None else None
+        try:  # the journal is replayed through a mock of NEW, as drift checks a deployment
+            new_pipeline = Pipeline(new, load_fixtures(None)) if entries is not None else None
+        except LoadError as exc:
+            raise Unusable(_one_line(exc, f"NEW {new_path} cannot be served to replay the journal")) from None
         evidence = gather(changes, differ, old_pipeline, new_pipeline, fixtures=fixtures is not None, entries=entries)
     done = time.perf_counter()
     return Report(old_path, new_path, changes, evidence,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
@@ -349,8 +350,6 @@ def test_kindgi_journal_replayed_through_new(tmp_path: Path, capsys: pytest.Capt
     counted against the change that rejects them."""
     new = _kindgi_edited(tmp_path)
     with MockServer(KINDGI_SPEC, KINDGI_FIXTURES) as mock:
-        import urllib.request
-
         def call(path: str) -> None:
             with urllib.request.urlopen(urllib.request.Request(mock.url + path, headers=DEMO)) as answer:
                 answer.read()

@@ -363,9 +363,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="field names or JSON pointers into answers (`*` for any key or index) whose values are "
                              "replaced; Authorization, cookies and API keys always are")
 
+    diff = commands.add_parser("diff", help="what changed between two descriptions, breaking or not for clients, "
+                                            "with evidence from fixtures and the journal of real calls")
+    diff.add_argument("old", type=Path, metavar="OLD")
+    diff.add_argument("new", type=Path, metavar="NEW")
+    diff.add_argument("--fixtures", type=Path, help="fixtures folder (fitting OLD): every answer it serves is checked "
+                                                    "against NEW")
+    source = diff.add_mutually_exclusive_group()
+    source.add_argument("--journal", type=Path, metavar="FILE", help="a saved GET /__mock/requests: every request "
+                                                                     "and answer replayed through NEW")
+    source.add_argument("--url", metavar="MOCK", help="a running mock (of OLD) whose journal to replay")
+    diff.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                      help="the mock's control token, with --url (env MOCKSERVER_CONTROL_TOKEN)")
+    diff.add_argument("--format", default="text", choices=["text", "markdown", "json"])
+    diff.add_argument("--fail-on", choices=["breaking", "any"], help="exit 1 when there is a breaking change (or any)")
+
     args = parser.parse_args(argv)
     if args.command == "coverage":
         return _coverage(args)
+    if args.command == "diff":
+        from .diff_cli import run
+
+        return run(args.old, args.new, fixtures=args.fixtures, journal=args.journal, url=args.url,
+                   control_token=args.control_token, output=args.format, fail_on=args.fail_on)
     if args.command in ("serve", "proxy", "record"):
         from .web.serving import unusable_address
 

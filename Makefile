@@ -10,7 +10,7 @@ PORT ?= 4010
 ARGS ?=
 KINDGI := --spec spec/kindgi.yaml --fixtures fixtures
 
-.PHONY: install install-test browser redis run test validate contract soak bench clean
+.PHONY: install install-test browser redis run test lint validate contract soak bench clean
 
 install: $(STAMP)
 
@@ -43,6 +43,11 @@ redis:
 
 test: install-test browser redis
 	$(BIN)/python -m pytest -n auto -q
+
+# ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade) and mypy, as configured in pyproject.toml
+lint: install-test
+	$(BIN)/ruff check mockserver tests bench
+	$(BIN)/mypy
 
 validate: install
 	$(BIN)/mockserver validate $(KINDGI)

@@ -6,8 +6,9 @@ from the file named by BENCH_PAYLOAD."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from flask import Flask, Response
 

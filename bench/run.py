@@ -12,8 +12,8 @@ import http.client
 import json
 import os
 import platform
-import resource
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -24,10 +24,11 @@ import tarfile
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mockserver.cli import THREADS
 
@@ -436,7 +437,8 @@ class Bench:
             return
         port = free_port()
         redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly",
-                                  "no", "--dir", str(self.workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  "no", "--dir", str(self.workdir)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(0.5)
             state = ["--state", f"redis://{HOST}:{port}/0?prefix=bench"]
@@ -628,7 +630,8 @@ def add_ratios(rows: list[Row]) -> None:
 
 
 def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
-    """Issues 14 and 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other processes
+    """Issues 14 and 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other
+    processes
     took more than BUSY_WARNING cores during a figure it rests on."""
     out: list[dict[str, str]] = []
 
@@ -751,7 +754,7 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
 
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the servers
-    began = datetime.now(timezone.utc)
+    began = datetime.now(UTC)
     wrk_version = ensure_wrk()
     info = machine(wrk_version)
     info["other_cpu_before"] = other_cpu(1.0)
@@ -785,7 +788,7 @@ def main() -> int:
     goals = targets(bench.rows, bench.startups)
     info["loadavg_at_end"] = loadavg()
     info["date"] = began.isoformat(timespec="seconds")
-    info["duration_s"] = round((datetime.now(timezone.utc) - began).total_seconds(), 1)
+    info["duration_s"] = round((datetime.now(UTC) - began).total_seconds(), 1)
 
     print_report(bench, info, goals)
 

@@ -21,8 +21,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mockserver.cli import THREADS
 from run import MULTI_WORKER_ARGS
+
+from mockserver.cli import THREADS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"

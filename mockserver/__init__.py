@@ -22,7 +22,8 @@ except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
 _WHERE = {"create_app": ".web.app", "pipeline_of": ".web.app", "MockServer": ".testing", "MockClient": ".testing",
           "Options": ".core.pipeline", "MockError": ".core.errors", "LoadError": ".core.errors",
           "StateError": ".core.state"}
-__all__ = ["__version__", *_WHERE]
+__all__ = ["__version__", "create_app", "pipeline_of", "MockServer", "MockClient", "Options", "MockError",
+           "LoadError", "StateError"]
 
 
 def __getattr__(name: str) -> Any:

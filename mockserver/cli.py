@@ -5,9 +5,10 @@ import argparse
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .core.errors import LoadError
 from .core.pipeline import Options, Pipeline
@@ -215,7 +216,7 @@ def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the target (default 10)")
 
 
-def _run(factory: Callable[[], "Flask"], args: argparse.Namespace, workers: int) -> int:
+def _run(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -> int:
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
     from .web.serving import Settings, serve
 
@@ -231,8 +232,8 @@ def _inside(path: Path, folder: Path) -> bool:
 def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     """Serve until stopped (exit 0); 2 when the description, the fixtures or the options are unusable."""
     from .web.app import create_app, load_pipeline
-    from .web.recording import Recorder
     from .web.proxy import Proxy
+    from .web.recording import Recorder
     from .web.serving import configure_logging
 
     recorder = None

@@ -8,8 +8,9 @@ import textwrap
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlencode
 
 WIDTH = 110
@@ -65,7 +66,8 @@ def text(report: dict[str, Any], url: str, minimum: float | None = None) -> str:
             lines.append(f"  {'undeclared':<{_LABEL}}{undeclared} (statuses the description does not give it)")
     verdict = ""
     if minimum is not None:
-        verdict = f" · below the minimum of {minimum:g} %" if report["percent"] < minimum else f" · minimum {minimum:g} % met"
+        verdict = (f" · below the minimum of {minimum:g} %" if report["percent"] < minimum
+                   else f" · minimum {minimum:g} % met")
     lines += ["", f"TOTAL {report['percent']} % ({report['covered']} of {report['total']}){verdict}"]
     return "\n".join(lines)
 

@@ -44,7 +44,7 @@ class MockClient:
         """`X-Mock-Session` for calls of this session; nothing without one."""
         return {SESSION_HEADER: self.session_id} if self.session_id else {}
 
-    def session(self, name: str | None = None) -> "MockClient":
+    def session(self, name: str | None = None) -> MockClient:
         """A client of the same mock whose scenarios, journal and coverage are a session's own (a fresh name
         unless one is given): calls carrying its `headers` see its scenarios and the global ones only."""
         return MockClient(self.url, control_token=self._token, session=name or f"s-{uuid.uuid4().hex[:16]}")
@@ -65,10 +65,10 @@ class MockClient:
 
     def scenario(self, **spec: Any) -> dict[str, Any]:
         """Set a scenario, e.g. `scenario(operationId="listTestSets", status=503, times=2)`."""
-        return self.control("POST", "scenarios", spec)  # type: ignore[no-any-return]
+        return self.control("POST", "scenarios", spec)
 
     def scenarios(self) -> list[dict[str, Any]]:
-        return self.control("GET", "scenarios")["scenarios"]  # type: ignore[no-any-return]
+        return self.control("GET", "scenarios")["scenarios"]
 
     def clear_scenarios(self) -> None:
         self.control("DELETE", "scenarios")
@@ -76,11 +76,11 @@ class MockClient:
     def requests(self, **filters: Any) -> list[dict[str, Any]]:
         """The journal, newest last; filters: operationId, status, method, path, since, limit."""
         query = urlencode({k: str(v) for k, v in filters.items()})
-        return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]  # type: ignore[no-any-return]
+        return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]
 
     def coverage(self) -> dict[str, Any]:
         """What the calls (of the session) exercised of the description."""
-        return self.control("GET", "coverage")  # type: ignore[no-any-return]
+        return self.control("GET", "coverage")
 
     def reset(self) -> None:
         """Without a session: the whole mock; with one: that session's scenarios, journal and coverage."""
@@ -98,7 +98,7 @@ class MockServer(MockClient):
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "MockServer":
+    def start(self) -> MockServer:
         self._server = make_server(self._host, self._port, self.app, threaded=True,
                                    request_handler=_handler(self.app.extensions[MOCK_KEY]))
         self._thread = threading.Thread(target=self._server.serve_forever, name="mockserver", daemon=True)
@@ -111,7 +111,7 @@ class MockServer(MockClient):
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "MockServer":
+    def __enter__(self) -> MockServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

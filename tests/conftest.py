@@ -11,9 +11,10 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -117,7 +118,7 @@ class RedisServer:
         self.folder = folder
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         self._proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                        "--appendonly", "no", "--dir", str(self.folder)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

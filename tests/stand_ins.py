@@ -6,7 +6,8 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from flask import Flask
 from werkzeug.serving import make_server

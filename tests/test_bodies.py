@@ -75,7 +75,8 @@ def test_a_multipart_null_is_null_where_the_text_null_would_not_do(write):
     fields = {"file": "x", "purpose": "assistants"}
     assert client.post("/upload", data={**fields, "fidelity": "null", "label": "null"},
                        content_type="multipart/form-data").status_code == 201
-    assert client.post("/upload", data={**fields, "fidelity": "high"}, content_type="multipart/form-data").status_code == 201
+    assert client.post("/upload", data={**fields, "fidelity": "high"},
+                       content_type="multipart/form-data").status_code == 201
     assert [pointer for pointer, _ in violations(client.post("/upload", data={**fields, "fidelity": "medium"},
                                                              content_type="multipart/form-data"))] == ["/fidelity"]
     twice = MultiDict([("file", "x"), ("purpose", "assistants"), ("copies", "1"), ("copies", "2")])

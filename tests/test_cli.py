@@ -40,7 +40,8 @@ def test_the_conventional_description_and_fixtures_of_the_working_folder(tmp_pat
 
 def test_validate_lists_every_problem(write, tmp_path):
     write("fx/a.yaml", "collections:\n  books:\n    items:\n      - {isbn: '1', title: T, year: 1, author: {name: A}}\n"
-                       "operations:\n  getBook:\n    item: {from: books, where: [{field: isbn, equals: {path: isbn}}]}\n"
+                       "operations:\n  getBook:\n"
+                       "    item: {from: books, where: [{field: isbn, equals: {path: isbn}}]}\n"
                        "  nope: {}\n")
     result = run("validate", "--spec", str(LIBRARY / "openapi.yaml"), "--fixtures", str(tmp_path / "fx"))
     assert result.returncode == 1

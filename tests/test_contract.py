@@ -12,10 +12,11 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import takewhile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
@@ -77,7 +78,8 @@ def call(app: Wsgi, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]]
     return caught["s"], caught["h"], body
 
 
-def respond(start_response: Callable[..., Any], status: str, headers: list[tuple[str, str]], body: bytes) -> list[bytes]:
+def respond(start_response: Callable[..., Any], status: str, headers: list[tuple[str, str]],
+            body: bytes) -> list[bytes]:
     start_response(status, [(k, v) for k, v in headers if k.lower() != "content-length"]
                    + [("Content-Length", str(len(body)))])
     return [body]
@@ -455,7 +457,8 @@ def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, 
     assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
     assert "forced with `Prefer: code=` (honoured on " in output
     assert "declared responses: 18 of 18 observed (100 %)" in output
-    retry = {p.get("name"): p.get("value") for p in cases[("GET /v1/test-sets", "retry_after_seconds")].iter("property")}
+    retry = {p.get("name"): p.get("value")
+             for p in cases[("GET /v1/test-sets", "retry_after_seconds")].iter("property")}
     assert int(retry["passed"]) >= 1, retry  # its 503, forced, had its Retry-After
     unsealed = cases[("GET /v1/test-sets", "tampered_cursor_rejected")]  # the description does not say sealed
     assert unsealed.find("skipped") is not None
@@ -538,7 +541,8 @@ def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Pa
     assert at == 0, capsys.readouterr().out
 
 
-def retry_after_dropped(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
+def retry_after_dropped(status: str, headers: list[tuple[str, str]],
+                        body: bytes) -> tuple[str, list[tuple[str, str]], bytes]:
     return without_header("Retry-After")(status, headers, body) if status.startswith("503") else (status, headers, body)
 
 
@@ -702,7 +706,8 @@ def test_a_deployment_with_ids_of_its_own_passes_with_ids_discovered_and_the_res
     a pairwise set the agent and project of an agent's cases; an eval suite's id is not listed anywhere: that
     one comes from --data. Then every operation's success is checked, and the run passes."""
     data = tmp_path / "data.yaml"
-    data.write_text("operations:\n  listEvalSuiteVersionCases:\n    - {suiteId: globex.drafting-accuracy, version: 1.2.0}\n")
+    data.write_text("operations:\n  listEvalSuiteVersionCases:\n"
+                    "    - {suiteId: globex.drafting-accuracy, version: 1.2.0}\n")
     with serving(create_app(KINDGI_SPEC, ids_of_its_own(tmp_path / "fixtures"), strict_auth=True), "") as url:
         discovered_only = kindgi_contract(url)
         output = capsys.readouterr().out

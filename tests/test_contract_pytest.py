@@ -3,7 +3,7 @@
 served in-process with strict auth. Bounded and derandomized, so `make test` stays quick and repeatable."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,8 @@ def test_a_known_sequence_gives_exact_numbers(server):
     assert test_sets["undeclaredStatuses"] == [{"status": 406, "calls": 1}]
     assert seen(test_sets["queryParameters"], "name") == {"limit": 1, "kind": 1, "scopeKind": 1}
     assert seen(test_sets["enumValues"], "value") == {"accuracy": 1, "org": 1}
-    assert [e["value"] for e in test_sets["enumValues"] if e["parameter"] == "scopeKind"] == ["tenant", "org", "project"]
+    assert [e["value"] for e in test_sets["enumValues"] if e["parameter"] == "scopeKind"] == [
+        "tenant", "org", "project"]
     agents = ops["listAgentTestSetCases"]
     assert (agents["calls"], agents["covered"], agents["total"]) == (2, 5, 11)
     assert seen(agents["statuses"], "status") == {"200": 1, "503": 1}
@@ -164,7 +166,8 @@ components:
 def test_defaults_and_enums_anywhere(write, journal_size):
     """The same counts whether the calls are still in the journal or left it (counted, not kept)."""
     client = create_app(write("edges.yaml", EDGES), journal_size=journal_size).test_client()
-    assert client.get("/api/items/a?colors=red,blue&filter[size]=2&flag=true", headers={"X-Mode": "safe"}).status_code == 200
+    assert client.get("/api/items/a?colors=red,blue&filter[size]=2&flag=true",
+                      headers={"X-Mode": "safe"}).status_code == 200
     assert client.get("/api/items/b?colors=purple").status_code == 400
     assert client.get("/api/items/b", headers={"Prefer": "code=404"}).status_code == 404
     op = body(client.get("/__mock/coverage"))["operations"][0]

@@ -11,8 +11,9 @@ import logging
 import os
 import re
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -118,8 +119,8 @@ def test_every_try_answers_on_its_first_click(page, operation_id):
 def test_a_page_on_another_origin_sets_its_own_error_case(browser, server):
     """Storybook, Cypress or a component test in the browser: the control API answers CORS, so a page served
     elsewhere sets a scenario and then sees it."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Page(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)

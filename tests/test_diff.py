@@ -2,23 +2,22 @@
 and of the journal, the formats, the exit codes."""
 from __future__ import annotations
 
-import copy
 import json
 import re
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
 
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SHARED
 from mockserver.cli import main
 from mockserver.core.diff import Change, diff
 from mockserver.core.documents import read_document
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
-
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SHARED
 
 
 def _base() -> dict[str, Any]:
@@ -333,7 +332,7 @@ def test_kindgi_breaking_edits_with_the_fixtures_as_evidence(tmp_path: Path,
     assert removed["old"]["pointer"] == "/components/schemas/TestSet/properties/description"
     assert removed["evidence"]["fixture answers"]["count"] == (sum("description" in i for i in items)
                                                                + _examples_with("description"))
-    assert re.match(r"testSets\[\d+\] \(.*test-sets.yaml:\d+\): data\[\d+\]\.description = '", 
+    assert re.match(r"testSets\[\d+\] \(.*test-sets.yaml:\d+\): data\[\d+\]\.description = '",
                     removed["evidence"]["fixture answers"]["instance"])
     narrowed = by_kind[("enum-narrowed", "response")]
     assert not narrowed["breakingForClients"] and narrowed["breaking"]  # breaking by evidence: answers served today

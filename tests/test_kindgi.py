@@ -130,9 +130,9 @@ def test_malformed_scope_is_scope_invalid(kindgi, query):
     assert body(response)["error"]["code"] == "scope-invalid"
 
 
-@pytest.mark.parametrize("query, parameter", [("kind=unknown", "kind"), ("limit=0", "limit"), ("limit=101", "limit"),
-                                              ("scopeKind=galaxy", "scopeKind"), ("includeRetired=maybe", "includeRetired"),
-                                              ("inherit=2", "inherit")])
+@pytest.mark.parametrize("query, parameter", [
+    ("kind=unknown", "kind"), ("limit=0", "limit"), ("limit=101", "limit"), ("scopeKind=galaxy", "scopeKind"),
+    ("includeRetired=maybe", "includeRetired"), ("inherit=2", "inherit")])
 def test_bad_test_set_parameters_are_bad_input(kindgi, query, parameter):
     response = kindgi.get(f"/v1/test-sets?{query}", headers=DEMO)
     assert response.status_code == 400

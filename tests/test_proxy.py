@@ -2,10 +2,9 @@
 import time
 
 import pytest
-
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
 from werkzeug.test import Client
 
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
 from mockserver import create_app
 from mockserver.core.pipeline import Pipeline
 from mockserver.web.app import MockWSGI

@@ -52,7 +52,8 @@ def test_the_plugin_is_registered_by_its_entry_point(pytester):
             with urllib.request.urlopen(mock_server.url + "/__mock/health") as r:
                 assert r.status == 200
     """)
-    pytester.makeini(f"[pytest]\nmockserver_spec = {LIBRARY / 'openapi.yaml'}\nmockserver_fixtures = {LIBRARY / 'fixtures'}\n")
+    pytester.makeini(f"[pytest]\nmockserver_spec = {LIBRARY / 'openapi.yaml'}\n"
+                     f"mockserver_fixtures = {LIBRARY / 'fixtures'}\n")
     result = pytester.runpytest_subprocess("-p", "no:xdist")
     result.assert_outcomes(passed=1)
 

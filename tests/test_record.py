@@ -5,8 +5,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -14,9 +15,9 @@ import yaml
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, body, free_port
 from mockserver import create_app
 from mockserver.cli import main
-from mockserver.web.recording import Recorder
 from mockserver.testing import MockServer
 from mockserver.web.proxy import Proxy
+from mockserver.web.recording import Recorder
 from stand_ins import Served, drifting, get
 
 CASES = "/v1/agents/{agent}/test-set/cases?projectId={project}"

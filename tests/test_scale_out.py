@@ -9,9 +9,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -169,5 +170,6 @@ def test_redis_lost_while_serving_is_a_503_of_the_mock_then_it_recovers(own_redi
         own_redis.start()
         assert until(lambda: all(call(port, TEST_SETS)[0] == 200 for _ in range(4)))
         time.sleep(1.0)  # those calls may all have reached one worker: the other retries at least every 0.5 s
-        assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 503, "times": 1})[0] == 201
+        assert call(port, "/__mock/scenarios", "POST",
+                    {"operationId": "listTestSets", "status": 503, "times": 1})[0] == 201
         assert [call(port, TEST_SETS)[0] for _ in range(2)] == [503, 200]

@@ -51,7 +51,8 @@ def test_a_scenario_by_method_and_path_with_query_and_token(client):
                                            "token": "other-tenant-token", "status": 401, "code": "token-revoked",
                                            "message": "revoked a minute ago"})
     assert client.get("/v1/test-sets?kind=custom", headers=DEMO).status_code == 200
-    assert client.get("/v1/test-sets?kind=accuracy", headers={"Authorization": "Bearer other-tenant-token"}).status_code == 200
+    assert client.get("/v1/test-sets?kind=accuracy",
+                      headers={"Authorization": "Bearer other-tenant-token"}).status_code == 200
     response = client.get("/v1/test-sets?kind=custom", headers={"Authorization": "Bearer other-tenant-token"})
     assert response.status_code == 401
     assert body(response)["error"]["code"] == "token-revoked"

@@ -307,7 +307,7 @@ def test_shared_pagination_parameters(spec):
     cursor = components["Cursor"]
     assert (cursor["name"], cursor["in"]) == ("cursor", "query")
     assert cursor["schema"] == {"type": "string"}
-    for route, method, op in operations(spec):
+    for route, _method, op in operations(spec):
         refs = [p.get("$ref") for p in op["parameters"]]
         assert "#/components/parameters/Limit" in refs, route
         assert "#/components/parameters/Cursor" in refs, route

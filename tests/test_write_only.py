@@ -5,7 +5,6 @@ from conftest import body
 from mockserver import create_app
 from mockserver.core.errors import LoadError
 
-
 WRITE_ONLY = """\
 openapi: 3.0.3
 info: {title: t, version: '1'}
@@ -70,7 +69,8 @@ def test_a_fixture_answer_with_a_write_only_property_is_refused_at_start_up(writ
     with pytest.raises(LoadError) as caught:
         create_app(write("spec.yaml", WRITE_ONLY), fixtures.parent)
     [problem] = caught.value.problems
-    assert problem.rule == "writeOnly" and problem.pointer == "/operations/createDomain/respond/0/body/domain/ip_address"
+    assert problem.rule == "writeOnly"
+    assert problem.pointer == "/operations/createDomain/respond/0/body/domain/ip_address"
 
 
 def test_cut_follows_refs_allof_anyof_and_arrays_and_names_each_place():

@@ -15,7 +15,8 @@ from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Options, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
 __all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding", "Gap",
-           "Options", "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract", "run"]
+           "Options", "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract",
+           "run"]
 
 
 def check(options: Options, junit_path: Path | None = None, progress: TextIO = sys.stderr) -> int:

@@ -11,8 +11,9 @@ import json
 import re
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any
 
 import schemathesis
 from schemathesis import Case, CheckContext, Response
@@ -88,7 +89,7 @@ def error_code_documented(ctx: CheckContext, response: Response, case: Case) -> 
     an `enum` or `const` (examples bind no server)."""
     known = contract(case)
     documented = known["codes"].get(str(response.status_code)) if known else None
-    if not documented:
+    if not documented or known is None:
         return True
     code = find(_json(response), "code", known["envelope"])
     if code not in documented:
@@ -113,7 +114,8 @@ def retry_after_seconds(ctx: CheckContext, response: Response, case: Case) -> bo
     if value is None or not _retry_after_ok(value.strip(), declared["form"]):
         raise CheckFailed(case, "Retry-After missing or malformed",
                           f"{response.status_code} with Retry-After in {form}",
-                          f"Retry-After: {value}" if value is not None else f"{response.status_code} without Retry-After")
+                          f"Retry-After: {value}" if value is not None
+                          else f"{response.status_code} without Retry-After")
     return None
 
 
@@ -134,7 +136,7 @@ def _page(case: Case, response: Response) -> tuple[dict[str, Any], dict[str, Any
     known = contract(case)
     names = known["page"] if known else None
     body = _json(response) if names and 200 <= response.status_code < 300 else None
-    if not isinstance(body, dict) or not isinstance(body.get(names["hasMore"]), bool):
+    if known is None or names is None or not isinstance(body, dict) or not isinstance(body.get(names["hasMore"]), bool):
         return None
     return known, body
 

@@ -6,8 +6,9 @@ one `Authorization` header for all would not do."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from schemathesis.config import OperationConfig
 from schemathesis.filters import FilterSet
@@ -147,6 +148,7 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
         else:
             cookie = "; ".join(f"{name}={value}" for name, value in one.cookies.items())
             configs.append(OperationConfig(filter_set=filter_set,
-                                           headers={**one.headers, **({"Cookie": cookie} if cookie else {}), **headers}))
+                                           headers={**one.headers, **({"Cookie": cookie} if cookie else {}),
+                                                    **headers}))
     schema.config.operations.operations.extend(configs)
     schema.config.operations._cache.clear()

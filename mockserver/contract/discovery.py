@@ -11,7 +11,8 @@ set's id with its version), and each must fit the parameter's schema."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import requests
 

@@ -7,7 +7,9 @@ Whether the target honours it is asked first: a request it answered during the r
 `Prefer: code=S` for a status it did not answer; only an answer of status S says yes."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, cast
 
 import requests
 from schemathesis.engine.recorder import Request
@@ -95,7 +97,7 @@ def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str],
         for status, labels in sorted(by_status.items()):
             schema.config.update(headers={**headers, PREFER: f"code={status}"})
             chosen = set(labels)  # a function filter: a `name` one may be there already (--operation)
-            execute(schema.include(lambda context, chosen=chosen: context.operation.label in chosen))
+            execute(cast(OpenApiSchema, schema.include(partial(_labelled, chosen))))
     finally:
         schema.config.update(headers=headers)
         config.update(phases=phases)
@@ -107,3 +109,8 @@ def forced(response: Any) -> bool:
     """Whether an answer is one the run asked for with `Prefer: code=` (its request carried the header)."""
     request = getattr(response, "request", None)
     return request is not None and PREFER in (getattr(request, "headers", None) or {})
+
+
+def _labelled(chosen: set[str], context: Any) -> bool:
+    """A schemathesis filter of operations by label (a function filter: a `name` one may be there already)."""
+    return context.operation.label in chosen

@@ -11,7 +11,7 @@ calls got through and reached what the checks look at, so an operation is a gap 
 Operations a team knowingly leaves untested (`--allow-untested`) are excused: reported, not failed."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .results import Gap, OperationResult
 

@@ -18,7 +18,8 @@ engine and the pytest integration alike) without global state.
 - `caller`: the run's caller (`id`, `tenant`), for rules that read it."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..core.auth import Caller
 from ..core.documents import DocumentSet, RefError

@@ -66,17 +66,18 @@ def _why(result: RunResult) -> list[str]:
                   "--basic: expired, revoked, or another deployment's?)",
                   *(f"      {gap.operation} ({gap.detail})" for gap in by_kind["credentials"])]
     if "success" in by_kind:
-        lines += ["  - never answered with success, so none of their success answers was checked (call them with values "
-                  "that exist there, or --allow-untested OP to skip one knowingly)",
+        lines += ["  - never answered with success, so none of their success answers was checked (call them with "
+                  "values that exist there, or --allow-untested OP to skip one knowingly)",
                   *(f"      {gap.operation} ({gap.detail})" for gap in by_kind["success"])]
     for gap in by_kind.get("check", []):
         lines.append(f"  - {_gap(gap)}")
     if result.too_few_responses:
         observed, declared = result.responses
-        lines.append(f"  - only {observed} of {declared} declared responses observed ({result.response_percent:.1f} %), "
-                     f"below --min-responses {result.min_responses:g}; not seen: " + ", ".join(
-                         f"{op.label} {key}" for op in _operations(result)
-                         for key, count in op.observed().items() if not count))
+        unseen = ", ".join(f"{op.label} {key}" for op in _operations(result)
+                           for key, count in op.observed().items() if not count)
+        lines.append(f"  - only {observed} of {declared} declared responses observed "
+                     f"({result.response_percent:.1f} %), below --min-responses {result.min_responses:g}; not seen: "
+                     + unseen)
     findings, errors = len(_findings(result)), len(result.errors)
     if findings:
         lines.append(f"  - {findings} check failure(s), listed below")

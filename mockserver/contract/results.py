@@ -158,7 +158,8 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process: st
         op = recorder.cases[case_id].value.operation
         found = result.operations.get(op.label)
         if found is None:
-            found = result.operations[op.label] = OperationResult(op.label, str(op.definition.raw.get("operationId", "")))
+            found = result.operations[op.label] = OperationResult(
+                op.label, str(op.definition.raw.get("operationId", "")))
         return found
 
     for case_id, interaction in recorder.interactions.items():

@@ -7,10 +7,11 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from schemathesis import Case
@@ -106,9 +107,9 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:
-        schema = schema.exclude(name_regex=regex)
+        schema = cast(OpenApiSchema, schema.exclude(name_regex=regex))
     if options.exclude:
-        schema = schema.exclude(name=contract.labels_of(options.exclude))
+        schema = cast(OpenApiSchema, schema.exclude(name=contract.labels_of(options.exclude)))
     checks, left_out = _checks(options.checks, pipeline if contract.credentials else None)
     notes += left_out
     _configure(schema, options, checks, seed, sanitize=options.url is not None)

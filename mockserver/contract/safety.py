@@ -4,7 +4,7 @@ data. `--read-only` keeps to safe methods (RFC 9110: GET, HEAD, OPTIONS, TRACE a
 out, and the probes use safe methods only."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from schemathesis import Case
 from schemathesis.core.result import Ok
@@ -19,7 +19,7 @@ def read_only(schema: OpenApiSchema) -> OpenApiSchema:
     drops any other case before it is sent."""
     coverage = schema.config.phases.coverage
     coverage.unexpected_methods = {method for method in coverage.unexpected_methods if method.upper() in SAFE}
-    safe = schema.exclude(method=UNSAFE)
+    safe = cast(OpenApiSchema, schema.exclude(method=UNSAFE))
     safe.hook("filter_case")(only_safe)
     return safe
 

@@ -3,9 +3,10 @@ the fixtures' real ids as explicit examples, annotated for our checks, and with 
 The CLI runner and the test suite's pytest integration both start here."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, cast
 from urllib.parse import urljoin
 
 import schemathesis
@@ -17,10 +18,10 @@ from ..core.spec import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
 from .examples import add_examples, caller_for, usable_token, write
+from .knowledge import annotate
 
 # request values from elsewhere, given the description and each operation's credentials: (source, by operationId)
 ValueSources = Callable[[SpecIndex, dict[str, Sent]], list[tuple[str, dict[str, list[dict[tuple[str, str], Any]]]]]]
-from .knowledge import annotate
 
 
 class UnknownOperation(ValueError):
@@ -90,7 +91,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
     apply(schema, sent, headers or {}, security_parameters=security_parameters)
     if operations:
-        schema = schema.include(name=chosen)
+        schema = cast(OpenApiSchema, schema.include(name=chosen))
     schema.hook(filter_failure)
     return Contract(schema, examples, labels, sent, spec, found)
 

@@ -11,7 +11,8 @@ example shows one possible answer and binds no server, so nothing here is read f
   seconds or an HTTP-date)."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..core.documents import DocumentSet, RefError
 from ..core.spec import Operation, Schema
@@ -59,7 +60,8 @@ def constants(node: Any, uri: str, docs: DocumentSet, path: list[Any], depth: in
         found = constants(part, uri, docs, path, depth + 1)
         if found is not None:
             stated.append(found)
-    branches = [constants(part, uri, docs, path, depth + 1) for key in ("anyOf", "oneOf") for part in node.get(key) or []]
+    branches = [constants(part, uri, docs, path, depth + 1)
+                for key in ("anyOf", "oneOf") for part in node.get(key) or []]
     if branches and all(found is not None for found in branches):
         stated.append([value for found in branches for value in found or []])
     if not path:

@@ -27,7 +27,6 @@ from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
 from .write_only import WriteOnly
 
-
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
 

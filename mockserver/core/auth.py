@@ -118,10 +118,10 @@ class Authenticator:
         header = request.header("authorization")
         http_scheme = str(scheme.get("scheme", "bearer")).lower() if kind == "http" else "bearer"
         if http_scheme == "digest":
-            user = _DIGEST_USER.search(header or "") if (header or "").lower().startswith("digest ") else None
-            if user is None or not user.group(1):
+            named = _DIGEST_USER.search(header or "") if (header or "").lower().startswith("digest ") else None
+            if named is None or not named.group(1):
                 raise _Missing("missing or malformed Authorization header: expected 'Digest username=\"…\", …'")
-            return user.group(1)
+            return named.group(1)
         if http_scheme not in ("basic", "bearer"):  # any other HTTP scheme (hoba, negotiate, …): its name, then text
             given, _, rest = (header or "").partition(" ")
             if given.lower() != http_scheme or not rest.strip():
@@ -131,9 +131,9 @@ class Authenticator:
         if http_scheme == "basic":
             if not header:
                 raise _Missing("missing Authorization header (Basic credentials)")
-            m = _BASIC.match(header)
+            found = _BASIC.match(header)
             try:
-                user = base64.b64decode(m.group(1), validate=True).decode().split(":", 1)[0] if m else ""
+                user = base64.b64decode(found.group(1), validate=True).decode().split(":", 1)[0] if found else ""
             except (binascii.Error, UnicodeDecodeError):
                 user = ""
             if not user:

@@ -6,9 +6,10 @@ breaks its schema, a bad parameter) can be reported as `file:line`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
 import yaml
@@ -21,13 +22,13 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _BaseLoader = yaml.SafeLoader
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):
     """SafeLoader that leaves timestamps as strings: JSON has no dates, and a fixture's `addedAt` must stay text."""
 
 
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()  # type: ignore[attr-defined]
 }
 
 
@@ -89,7 +90,8 @@ def _build(node: yaml.Node, loader: _Loader, pointer: str, lines: dict[str, int]
             lines[child] = key_node.start_mark.line + 1  # a block mapping's value starts a line below its key
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_build(item, loader, pointer_join(pointer, i), lines, problems, path) for i, item in enumerate(node.value)]
+        return [_build(item, loader, pointer_join(pointer, i), lines, problems, path)
+                for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
 
 
@@ -121,7 +123,8 @@ def read_document(path: Path) -> Document:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        raise LoadError([Problem(str(path), "", f"not valid YAML: {getattr(exc, 'problem', exc)}", "syntax", line)]) from None
+        raise LoadError([Problem(str(path), "", f"not valid YAML: {getattr(exc, 'problem', exc)}", "syntax",
+                                 line)]) from None
     finally:
         loader.dispose()
     if problems:
@@ -141,7 +144,8 @@ def _read_json(path: Path, text: str) -> Document:
     try:
         return Document(path, json.loads(text, object_pairs_hook=no_duplicates), {})
     except json.JSONDecodeError as exc:
-        raise LoadError([Problem(str(path), "", f"not valid JSON: {exc.msg} (column {exc.colno})", "syntax", exc.lineno)]) from None
+        raise LoadError([Problem(str(path), "", f"not valid JSON: {exc.msg} (column {exc.colno})", "syntax",
+                                 exc.lineno)]) from None
     except ValueError as exc:
         raise LoadError([Problem(str(path), "", str(exc), "duplicate-key")]) from None
 

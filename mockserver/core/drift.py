@@ -71,11 +71,11 @@ def check(pipeline: Pipeline, request: MockRequest, status: int, headers: dict[s
         return exchange
     op = exchange.operation = resolved.operation
     exchange.path_params, exchange.valid = resolved.path_params, resolved.valid
-    for stage, error in resolved.errors:
+    for stage, refusal in resolved.errors:
         if stage == "auth":
-            exchange.violations.append(Violation("request", "/security", "security", error.message))
+            exchange.violations.append(Violation("request", "/security", "security", refusal.message))
         else:
-            exchange.violations.extend(_request_violations(error))
+            exchange.violations.extend(_request_violations(refusal))
     exchange.payload, exchange.media_type, found = read_response(op, status, exchange.header("content-type"), body,
                                                                  skip_body=request.method == "HEAD")
     exchange.violations.extend(found)

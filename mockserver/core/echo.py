@@ -6,7 +6,8 @@ its schema."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .request_validation import ValidRequest
 from .schema_walk import SchemaWalk

@@ -3,9 +3,10 @@ template; RFC 7807 problem+json when the API declares none. The code of a status
 the description (the first example of that response), so `404` is `agent-not-found` where the API says so."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .errors import MockError
 from .spec import Operation, SpecIndex

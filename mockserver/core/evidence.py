@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .answers import pick_media_type
 from .diff import REQUEST, RESPONSE, Change, Differ, Site, operation_name, response_key

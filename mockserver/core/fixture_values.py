@@ -25,7 +25,7 @@ def rule_context(sent: dict[tuple[str, str], Any], caller: Caller) -> Context:
 
 
 PER_OPERATION = 3  # request value combinations per operation: enough to vary, few enough to stay quick
-Binding = tuple[tuple[str, str], ...]  # ((location, name), value) pairs, hashable to keep them unique
+Binding = tuple[tuple[tuple[str, str], Any], ...]  # ((location, name), value) pairs, hashable to keep them unique
 
 
 def caller_for(auth: Authenticator, token: str | None) -> Caller:
@@ -64,7 +64,7 @@ class _Rule:
     def extend(self, binding: Binding, caller: Caller) -> Counter[Binding]:
         """Every binding this rule allows on top of `binding`, with how many items pass under it."""
         found: Counter[Binding] = Counter()
-        fixed = dict(binding)
+        fixed: dict[tuple[str, str], Any] = dict(binding)
         for item in self.items:
             values = dict(fixed)
             for key, get in self.binds:

@@ -82,7 +82,8 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
             continue
         errors = list(iter_errors(_FORMAT, doc.data))
         if errors:
-            problems.extend(doc.problem(instance_pointer(e), f"not in the fixture format: {e.message}", str(e.validator))
+            problems.extend(doc.problem(instance_pointer(e), f"not in the fixture format: {e.message}",
+                                        str(e.validator))
                             for e in errors)
             continue
         for key, here in _entries(doc, "settings", settings_from, problems):
@@ -99,7 +100,8 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
     return result
 
 
-def _entries(doc: Document, section: str, seen: dict[str, Located], problems: list[Problem]) -> list[tuple[str, Located]]:
+def _entries(doc: Document, section: str, seen: dict[str, Located],
+             problems: list[Problem]) -> list[tuple[str, Located]]:
     """The entries of one top-level section of a file; a name already given in another file is a problem."""
     fresh = []
     for name, value in (doc.data.get(section) or {}).items():

@@ -25,8 +25,9 @@ import string
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
@@ -61,14 +62,14 @@ _LONG_REPEAT = 100  # rstr's own limit for `*` and `+`
 _ATTEMPTS_PER_CAP = 4
 
 # Fixed window so dates never depend on the wall clock (keeps output reproducible).
-_DATE_START = datetime(2020, 1, 1, tzinfo=timezone.utc)
-_DATE_END = datetime(2030, 12, 31, tzinfo=timezone.utc)
+_DATE_START = datetime(2020, 1, 1, tzinfo=UTC)
+_DATE_END = datetime(2030, 12, 31, tzinfo=UTC)
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
 def _datetime(fake: Faker) -> datetime:
     """Pick a UTC instant without microseconds, so formatted values stay short."""
-    return fake.date_time_between_dates(_DATE_START, _DATE_END, tzinfo=timezone.utc).replace(microsecond=0)
+    return fake.date_time_between_dates(_DATE_START, _DATE_END, tzinfo=UTC).replace(microsecond=0)
 
 
 def _short_id(fake: Faker) -> str:
@@ -713,15 +714,20 @@ class SchemaGenerator:
         return run.rng.choice(makers)()
 
     def _gen_number(self, f: _Facets, run: _Run, integer: bool) -> int | float:
-        lo, lo_excl = f.lo if f.lo is not None else (None, False)
-        hi, hi_excl = f.hi if f.hi is not None else (None, False)
+        given_lo, lo_excl = f.lo if f.lo is not None else (None, False)
+        given_hi, hi_excl = f.hi if f.hi is not None else (None, False)
         # Unbounded sides get a human-sized window rather than the whole int64/float range.
-        if lo is None and hi is None:
+        lo: float
+        hi: float
+        if given_lo is None and given_hi is None:
             lo, hi = (1, 1000) if integer else (0, 1000)
-        elif lo is None:
-            lo = 0 if hi > 1 else hi - 1000
-        elif hi is None:
-            hi = max(lo, 0) + 1000
+        elif given_lo is None:
+            assert given_hi is not None
+            hi, lo = given_hi, (0 if given_hi > 1 else given_hi - 1000)
+        elif given_hi is None:
+            lo, hi = given_lo, max(given_lo, 0) + 1000
+        else:
+            lo, hi = given_lo, given_hi
         if f.fmt in _NUMBER_FORMAT_RANGES:
             fmt_lo, fmt_hi = _NUMBER_FORMAT_RANGES[f.fmt]
             lo, lo_excl = (fmt_lo, False) if lo < fmt_lo else (lo, lo_excl)
@@ -847,7 +853,7 @@ class SchemaGenerator:
             names += [n for n in optional if run.rng.random() < _OPTIONAL_P]
         # Sources of undeclared keys: each patternProperties regex, and words if additionalProperties allows.
         pattern_makers: list[Callable[[], str]] = [
-            lambda regex=regex: _sample(run, regex, _SHORT_REPEAT, f.where) for regex, _ in f.pattern_props]
+            partial(_sample, run, regex, _SHORT_REPEAT, f.where) for regex, _ in f.pattern_props]
         word_makers: list[Callable[[], str]] = (
             [] if any(loc.schema is False for loc in f.additional or []) else [self._faker.word])
 

@@ -44,7 +44,7 @@ class MockRequest:
                 self._query = parse_query(self.query_string, strict=True)
             except UnicodeDecodeError:
                 self._query = None
-        return self._query  # type: ignore[no-any-return]
+        return self._query
 
 
 @dataclass

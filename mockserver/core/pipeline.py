@@ -9,10 +9,12 @@ import logging
 import re
 import uuid
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from . import startup
 from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
@@ -27,7 +29,6 @@ from .request_validation import RequestValidator, ValidRequest
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
-from . import startup
 from .scenarios import Effect, Scenarios
 from .spec import Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
@@ -102,7 +103,8 @@ class Pipeline:
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
                                    (settings.get("errors") or {}).get("template"))
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
-                            for h in r.headers.values() if h.name.lower() == self.request_id_header.lower() and h.schema]
+                            for h in r.headers.values()
+                            if h.name.lower() == self.request_id_header.lower() and h.schema]
         self.new_request_id = self._request_id_maker()
         # values the mock itself sets: checked here once, so requests only check they are present
         self._fixed_headers = frozenset({self.request_id_header.lower()} | {
@@ -118,7 +120,7 @@ class Pipeline:
 
     @classmethod
     def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None,
-             store: Store | None = None) -> "Pipeline":
+             store: Store | None = None) -> Pipeline:
         """Load and check everything; LoadError lists every problem of the description and the fixtures."""
         fixtures = load_fixtures(fixtures_path)
         try:
@@ -273,7 +275,8 @@ class Pipeline:
               effect: Effect | None) -> Answer:
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
-            media = pick_media_type(op.response(effect.status).content) if op.response(effect.status) else None
+            declared = op.response(effect.status)
+            media = pick_media_type(declared.content) if declared else None
             return Answer(effect.status, effect.body, media.name if media else None, "scenario",
                           dict(effect.headers))
         status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status

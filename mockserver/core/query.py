@@ -7,7 +7,8 @@ import json
 import re
 import time
 from bisect import bisect_right
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .errors import MockError
 from .fixtures import Collection
@@ -32,7 +33,8 @@ def to_json(value: Any) -> bytes:
 
 
 # a list's page fields and parameters, unless its fixture's `page` names others
-PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCursor", "limit": "limit", "cursor": "cursor"}
+PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCursor", "limit": "limit",
+                 "cursor": "cursor"}
 
 
 def page_names(listing: dict[str, Any]) -> dict[str, str]:

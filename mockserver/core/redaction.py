@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 import string
+from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qs
 
 from .documents import unescape_token

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from .documents import pointer_join
 from .errors import MockError
 from .http import MockRequest, is_json, parse_query
-from .documents import pointer_join
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
 
@@ -274,8 +274,8 @@ class RequestValidator:
                 violations.append(Violation("body", "body", "", "json", f"malformed JSON{where}"))
                 return None
         elif media.name in ("application/x-www-form-urlencoded", "multipart/form-data"):
-            fields = (_multipart(request.header("content-type") or "", request.body) if media.name.startswith("multipart")
-                      else parse_query(request.body.decode("utf-8", "replace")))
+            fields = (_multipart(request.header("content-type") or "", request.body)
+                      if media.name.startswith("multipart") else parse_query(request.body.decode("utf-8", "replace")))
             if fields is None:
                 violations.append(Violation("body", "body", "", "multipart", "malformed multipart body (no boundary "
                                             "or no parts)"))
@@ -373,7 +373,8 @@ def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:
         name = part.get_param("name", header="content-disposition")
         if not name:
             continue
-        data = part.get_payload(decode=True) or b""
+        payload = part.get_payload(decode=True)
+        data = payload if isinstance(payload, bytes) else b""
         text = data.decode("latin-1") if part.get_filename() else data.decode("utf-8", "replace")
         fields.setdefault(str(name), []).append(text)
     return fields

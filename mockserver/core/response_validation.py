@@ -2,7 +2,8 @@
 never sent as if it were fine."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from jsonschema.exceptions import ValidationError
 

@@ -5,8 +5,9 @@ Rules are compiled once at load into closures; on the request path a filter bind
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .auth import Caller
 from .request_validation import ValidRequest

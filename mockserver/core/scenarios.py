@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from http import HTTPStatus
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from http import HTTPStatus
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
@@ -120,7 +121,7 @@ class Scenario:
     def times(self) -> int | None:
         return self.spec.get("times")
 
-    def with_id(self, scenario_id: str, uid: str | None = None) -> "Scenario":
+    def with_id(self, scenario_id: str, uid: str | None = None) -> Scenario:
         return replace(self, id=scenario_id, uid=uid or self.uid)
 
     def as_dict(self, hits: int) -> dict[str, Any]:
@@ -260,7 +261,7 @@ class Scenarios:
         self._store.forget_counts(gone)
         return len(gone)
 
-    def list(self, session: str | None) -> list[dict[str, Any]]:
+    def shown(self, session: str | None) -> list[dict[str, Any]]:
         """The scenarios a call of the session sees (without one: every scenario), in the order they are tried;
         those whose `times` are used up are gone."""
         scenarios = self._in_force(session, everything=session is None)
@@ -339,7 +340,7 @@ class Scenarios:
         status = spec.get("status")
         if effect.undeclared and "proxy" in spec:
             page = _PROXY_PAGE.format(status=status, phrase=HTTPStatus(status).phrase) if (
-                spec["proxy"] == "html" and status in HTTPStatus._value2member_map_) else ""
+                spec["proxy"] == "html" and isinstance(status, int) and status in HTTPStatus._value2member_map_) else ""
             effect.status, effect.body = status, page.encode()
             effect.media_type = "text/html" if page else None
         elif effect.undeclared and "body" in spec:

@@ -6,13 +6,14 @@ the document it stands in, across files. OpenAPI 3.0 documents are rewritten to 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
-from referencing.exceptions import Unresolvable
-from referencing import Registry, Resource
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from .documents import DocumentSet, pointer_join
@@ -73,7 +74,7 @@ class SchemaCompiler:
         schema = {"$ref": uri}
         resolver = self._registry.resolver_with_root(DRAFT202012.create_resource(schema))
         kind = ResponseValidator if response else Draft202012Validator
-        return kind(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)  # type: ignore[no-any-return]
+        return kind(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)
 
 
 def _write_only(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:

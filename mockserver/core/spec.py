@@ -199,7 +199,8 @@ class SpecIndex:
                 if pointer.endswith("/properties") and _is_property_map(target):
                     self._properties_by_ref(doc, pointer, ref, target, target_uri)
 
-    def _properties_by_ref(self, doc: Document, pointer: str, ref: str, target: dict[str, Any], target_uri: str) -> None:
+    def _properties_by_ref(self, doc: Document, pointer: str, ref: str, target: dict[str, Any],
+                           target_uri: str) -> None:
         """`properties: {$ref: …}` makes, by the letter of JSON Schema, a property named `$ref` whose schema is a
         string (no validator can use it); its author meant the mapping of properties the `$ref` points to, and
         Prism reads it so. Each of those properties becomes a `$ref` to its place, so refs inside stay relative
@@ -305,7 +306,8 @@ class SpecIndex:
         if isinstance(responses, dict):
             responses = {str(k): v for k, v in responses.items() if self._is_status(str(k), uri)}
         if not isinstance(responses, dict) or not responses:
-            self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses", "responses")
+            self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses",
+                          "responses")
             return
         parameters: dict[tuple[str, str], Parameter] = {}
         for index, raw in enumerate(shared):
@@ -381,7 +383,8 @@ class SpecIndex:
             return None
         node, uri = self.docs.deref(raw, uri)
         node = self._mapping(node, uri, "`requestBody`")
-        return RequestBody(bool(node.get("required")), self._media_types(node.get("content"), pointer_uri(uri, "content")))
+        return RequestBody(bool(node.get("required")),
+                           self._media_types(node.get("content"), pointer_uri(uri, "content")))
 
     def _response(self, status: str, raw: Any, uri: str) -> Response:
         node, uri = self.docs.deref(raw, uri)
@@ -392,7 +395,8 @@ class SpecIndex:
                 continue  # OpenAPI: ignored
             schema = self._schema(header.get("schema"), pointer_uri(header_uri, "schema"))
             kinds = schema_types(schema.node, schema.uri, self.docs.resolve) if schema else set()
-            examples = examples_of(header) + (examples_of(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
+            examples = examples_of(header) + (
+                examples_of(self.docs.deref(schema.node, schema.uri)[0]) if schema else [])
             headers[name] = Header(name, bool(header.get("required")), schema, kinds, examples)
         return Response(status, str(node.get("description", "")), headers,
                         self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)

@@ -72,13 +72,14 @@ class WriteOnly:
             return result
         if isinstance(value, list):
             items = [(node["items"], uri) for node, uri in flat if isinstance(node.get("items"), dict)]
-            return [self._cut(item, items, pointer_join(pointer, i), cut) for i, item in enumerate(value)] if items else value
+            return [self._cut(item, items, pointer_join(pointer, i), cut)
+                    for i, item in enumerate(value)] if items else value
         return value
 
     def _flatten(self, schemas: list[tuple[Any, str]]) -> list[tuple[dict[str, Any], str]]:
         """The schemas that apply at one place of the value: through `$ref`, `allOf`, `anyOf` and `oneOf`."""
         flat: list[tuple[dict[str, Any], str]] = []
-        stack, seen = list(schemas), set()
+        stack, seen = list(schemas), set[int]()
         while stack and len(seen) < _MAX_DEPTH:
             node, uri = stack.pop()
             if not isinstance(node, dict) or id(node) in seen:

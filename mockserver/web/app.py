@@ -9,9 +9,10 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from flask import Flask, Response, request
@@ -63,7 +64,7 @@ class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
     def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
-                 reloader: Callable[["MockWSGI"], Reloader] | None = None,
+                 reloader: Callable[[MockWSGI], Reloader] | None = None,
                  handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
@@ -225,7 +226,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
 def pipeline_of(app: Flask) -> Pipeline:
     """The state an app made by `create_app` serves now (a reload swaps it whole)."""
-    return app.extensions[MOCK_KEY].pipeline  # type: ignore[no-any-return]
+    return app.extensions[MOCK_KEY].pipeline
 
 
 def _envelope(pipeline: Pipeline, error: MockError) -> Response:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 from flask import Blueprint, Response, request
@@ -37,7 +38,8 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     def guard() -> Response | None:
         if token is None:
             return None
-        given = request.headers.get("X-Mock-Control-Token") or request.headers.get("Authorization", "").removeprefix("Bearer ")
+        given = (request.headers.get("X-Mock-Control-Token")
+                 or request.headers.get("Authorization", "").removeprefix("Bearer "))
         if not hmac.compare_digest(given.encode(), token.encode()):
             return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
                                          "'Authorization: Bearer <control token>'", code="unauthorized",
@@ -62,7 +64,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     @bp.get("/scenarios")
     def list_scenarios() -> Response:
         pipeline = current()
-        return ok({"scenarios": pipeline.scenarios.list(session_param(pipeline))})
+        return ok({"scenarios": pipeline.scenarios.shown(session_param(pipeline))})
 
     @bp.post("/scenarios")
     def add_scenarios() -> Response:
@@ -128,7 +130,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         else:
             pipeline.store.sync()
             pipeline.store.forget(session)
-        return ok({"scenarios": pipeline.scenarios.list(session)})
+        return ok({"scenarios": pipeline.scenarios.shown(session)})
 
     if drift is not None:
         @bp.get("/drift")

@@ -12,10 +12,11 @@ import base64
 import json
 import posixpath
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 from weakref import WeakKeyDictionary
 

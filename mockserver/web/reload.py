@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..core.errors import LoadError
 from ..core.pipeline import Pipeline
@@ -21,7 +21,7 @@ def description_files(pipeline: Pipeline) -> list[Path]:
     return [doc.path for doc in pipeline.spec.docs.documents.values()]
 
 
-def _stamp(files: list[Path], fixtures: Path | None) -> dict[Path, float]:
+def _stamp(files: list[Path], fixtures: Path | None) -> dict[Path, int]:
     """The modification time of each file and of every fixture file, found anew each time (a new file is a
     change too)."""
     stamps = {}
@@ -43,7 +43,7 @@ class Reloader:
         self._stop = threading.Event()
         self._stamps = _stamp(description_files(current()), fixtures)
 
-    def start(self) -> "Reloader":
+    def start(self) -> Reloader:
         threading.Thread(target=self._run, name="mockserver-reload", daemon=True).start()
         return self
 

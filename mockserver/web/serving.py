@@ -15,8 +15,9 @@ import logging.config
 import multiprocessing.util
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from flask import Flask
 from granian import Granian

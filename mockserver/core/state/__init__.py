@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import MockError
 from ..http import MockRequest
@@ -82,7 +83,7 @@ class Record:
         return {"uid": self.uid, "id": self.id, "spec": self.spec, "session": self.session}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Record":
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
         return cls(data["uid"], data["id"], dict(data["spec"]), data.get("session"))
 
 
@@ -100,13 +101,13 @@ class Book:
                 "removed": sorted(self.removed)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> "Book":
+    def from_json(cls, data: Mapping[str, Any] | None) -> Book:
         if not data:
             return cls()
         return cls(int(data["version"]), tuple(Record.from_json(r) for r in data["runtime"]),
                    frozenset(data.get("removed", ())))
 
-    def next(self, runtime: Iterable[Record], removed: Iterable[str] | None = None) -> "Book":
+    def next(self, runtime: Iterable[Record], removed: Iterable[str] | None = None) -> Book:
         return replace(self, version=self.version + 1, runtime=tuple(runtime),
                        removed=self.removed if removed is None else frozenset(removed))
 
@@ -207,14 +208,14 @@ class Store(ABC):
             self._untrack(session)
 
     # -- the rest -------------------------------------------------------------------------------------------
-    def sync(self) -> None:
+    def sync(self) -> None:  # noqa: B027 (a no-op where nothing is ever on its way: the memory store)
         """Every call recorded so far, by every process, is readable once this returns."""
 
     @abstractmethod
     def secret(self) -> str:
         """The secret cursors are sealed with, the same for every process sharing the store."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a no-op where nothing is ever on its way: the memory store)
         """Write what is still on its way; the store may not be used afterwards."""
 
 

@@ -7,7 +7,8 @@ import secrets
 import threading
 import time
 from collections import Counter, deque
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..journal import Call, Entry
 from . import COUNTED_KINDS, Book, BookChange, Store

@@ -24,8 +24,9 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
@@ -222,7 +223,7 @@ class RedisStore(Store):
     def _broadcast(self, kind: str) -> None:
         """Announce a change (or ask for queued entries) and wait until every process subscribed has done it."""
         token = uuid.uuid4().hex
-        receivers = int(self._redis.publish(self._k("events"), f"{kind}:{token}"))  # type: ignore[arg-type]
+        receivers = int(self._redis.publish(self._k("events"), f"{kind}:{token}"))
         if threading.current_thread() is getattr(self, "_listener", None):
             return  # the listener itself (a session sweep) cannot wait for its own answer
         key, deadline = self._k("ack|" + token), time.monotonic() + ACK_WAIT_S

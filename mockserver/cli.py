@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 # Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
-# while it sleeps, so one slow answer would stall every other; 4 is what Granian accepts without a warning there
+# while it sleeps, so one slow answer would stall every other; 4 leaves room for a few and stays under the count
+# Granian warns about (2 x cores + 1)
 THREADS = 4
 DEFAULT_SPEC = "spec/kindgi.yaml"
 DEFAULT_FIXTURES = "fixtures"

@@ -63,23 +63,22 @@ class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
     def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
-                 reloader: Callable[["MockWSGI"], Reloader] | None = None,
                  handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
         self.flask_wsgi = flask_wsgi
-        self._make_reloader = reloader
+        self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self._reloader_pid = 0
-        self.reloader: Reloader | None = None
 
     def swap(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
 
     def _ensure_reloader(self) -> None:
-        """Threads do not survive a fork: each worker process starts its own watcher on its first request."""
-        if self._make_reloader is not None and self._reloader_pid != os.getpid():
+        """Threads do not survive a fork: each process starts its watcher's thread on its first request (the
+        watcher compares with the files as they were when the app was built, so an edit made before is seen)."""
+        if self.reloader is not None and self._reloader_pid != os.getpid():
             self._reloader_pid = os.getpid()
-            self.reloader = self._make_reloader(self).start()
+            self.reloader.start()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         self._ensure_reloader()
@@ -166,8 +165,9 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
     fixtures_path = Path(fixtures) if fixtures else None
     app = Flask("mockserver")
-    wsgi = MockWSGI(loaded or build(), None, handle=proxy.handle if proxy else None,
-                    reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
+    wsgi = MockWSGI(loaded or build(), None, handle=proxy.handle if proxy else None)
+    if watch:
+        wsgi.reloader = Reloader(build, lambda: wsgi.pipeline, wsgi.swap, fixtures_path)
     app.extensions[MOCK_KEY] = wsgi
     if control:
         control_api = control_blueprint(lambda: wsgi.pipeline, control_token, lambda e: _envelope(wsgi.pipeline, e),

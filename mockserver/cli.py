@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from flask import Flask
 
 # Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
-# while it sleeps, so one slow answer would stall every other; 4 is what Granian accepts without a warning there
+# while it sleeps, so one slow answer would stall every other; 4 leaves room for a few and stays under the count
+# Granian warns about (2 x cores + 1)
 THREADS = 4
 CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
 CONVENTIONAL_FIXTURES = "fixtures"

@@ -32,10 +32,10 @@ def test_the_watcher_polls_by_itself(copy):
     app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
     client = app.test_client()
     client.get("/__mock/health")
-    touch_edit(copy / "fixtures/kindgi.yaml", "no agent {{path.agentId}}", "agent {{path.agentId}} is unknown")
+    touch_edit(copy / "fixtures/kindgi.yaml", "No agent {{path.agentId}}.", "Agent {{path.agentId}} is unknown.")
     deadline = time.monotonic() + 10
     url = "/v1/agents/acme.nobody/test-set/cases?projectId=2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
-    while body(client.get(url, headers=DEMO))["error"]["message"] != "agent acme.nobody is unknown":
+    while body(client.get(url, headers=DEMO))["error"]["message"] != "Agent acme.nobody is unknown.":
         assert time.monotonic() < deadline, "the change was never picked up"
         time.sleep(0.1)
 
@@ -110,16 +110,24 @@ def test_requests_in_flight_during_reloads_all_succeed(copy):
 
 
 def test_mockserver_serve_watch_reloads_in_its_worker(copy):
-    """`--watch` under Granian: the worker process watches the files and serves the edit."""
+    """`--watch` under Granian: the worker watches the files from the start, so an edit made before its first
+    request is served too, and the ones after."""
+    test_sets = copy / "fixtures/collections/test-sets.yaml"
+    before = create_app(copy / "kindgi.yaml", copy / "fixtures").test_client().get("/v1/test-sets?limit=1",
+                                                                                 headers=DEMO)
+    description = body(before)["data"][0]["description"]
     with serving("--spec", str(copy / "kindgi.yaml"), "--fixtures", str(copy / "fixtures"), "--watch",
                  "--log-level", "warning") as (_, port):
-        def first_description() -> str:
+        def served_description() -> str:
             request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1", headers=DEMO)
             with urllib.request.urlopen(request, timeout=10) as response:
                 return json.loads(response.read())["data"][0]["description"]
 
-        touch_edit(copy / "fixtures/collections/test-sets.yaml", first_description(), "Edited while serving.")
-        deadline = time.monotonic() + 10
-        while first_description() != "Edited while serving.":
-            assert time.monotonic() < deadline, "the edit was never served"
-            time.sleep(0.1)
+        for edit in ("Edited before the first request.", "Edited while serving."):
+            time.sleep(0.05)  # a modification time of its own
+            touch_edit(test_sets, description, edit)
+            description = edit
+            deadline = time.monotonic() + 10
+            while served_description() != edit:
+                assert time.monotonic() < deadline, f"{edit!r} was never served"
+                time.sleep(0.1)

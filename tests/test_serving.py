@@ -127,6 +127,19 @@ def test_stalled_clients_do_not_hold_up_a_normal_request(one_worker):
     assert took < 2, f"a normal request took {took:.2f} s with 200 stalled connections open"
 
 
+def test_a_slow_scenario_answer_does_not_hold_up_the_others(one_worker):
+    """A scenario's latency sleeps in one of the worker's threads (4 by default); the others keep answering."""
+    _, port = one_worker
+    slow = threading.Thread(target=call, args=(port, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}"))
+    slow.start()  # acme.slow takes 1.5 s (a fixture scenario)
+    time.sleep(0.3)
+    started = time.monotonic()
+    status, _ = call(port, "/v1/test-sets?limit=1")
+    took = time.monotonic() - started
+    slow.join(timeout=20)
+    assert status == 200 and took < 1, f"a normal request took {took:.2f} s beside a slow one"
+
+
 def test_sigterm_drains_in_flight_requests_and_exits_0(one_worker):
     proc, port = one_worker
     result: dict[str, int] = {}

@@ -35,6 +35,7 @@ access_log = logging.getLogger("mockserver.access")
 MOCK_KEY = "mockserver"  # app.extensions[MOCK_KEY] is the MockWSGI: `.pipeline` is the state served now
 StartResponse = Callable[..., Any]
 _STATUS_LINES = {s.value: f"{s.value} {s.phrase}" for s in HTTPStatus}
+TRUNCATE_FLUSH_S = 0.1
 
 
 def status_line(status: int) -> str:
@@ -64,23 +65,22 @@ class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
     def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
-                 reloader: Callable[[MockWSGI], Reloader] | None = None,
                  handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
         self.flask_wsgi = flask_wsgi
-        self._make_reloader = reloader
+        self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self._reloader_pid = 0
-        self.reloader: Reloader | None = None
 
     def swap(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
 
     def _ensure_reloader(self) -> None:
-        """Threads do not survive a fork: each worker process starts its own watcher on its first request."""
-        if self._make_reloader is not None and self._reloader_pid != os.getpid():
+        """Threads do not survive a fork: each process starts its watcher's thread on its first request (the
+        watcher compares with the files as they were when the app was built, so an edit made before is seen)."""
+        if self.reloader is not None and self._reloader_pid != os.getpid():
             self._reloader_pid = os.getpid()
-            self.reloader = self._make_reloader(self).start()
+            self.reloader.start()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         self._ensure_reloader()
@@ -150,11 +150,15 @@ def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
     if kind == "truncate":
         yield body[: len(body) // 2]
     sock = environ.get("werkzeug.socket")
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    if sock is None:
+        if kind == "truncate":
+            # Granian drops what it has not written yet when a body ends short: give it time to send the half
+            time.sleep(TRUNCATE_FLUSH_S)
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def load_pipeline(spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None) -> Pipeline:
@@ -196,8 +200,9 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
     app = Flask("mockserver")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
-    wsgi = MockWSGI(loaded, None, handle=proxy.handle if proxy else None,
-                    reloader=(lambda w: Reloader(build, lambda: w.pipeline, w.swap, fixtures_path)) if watch else None)
+    wsgi = MockWSGI(loaded, None, handle=proxy.handle if proxy else None)
+    if watch:
+        wsgi.reloader = Reloader(build, lambda: wsgi.pipeline, wsgi.swap, fixtures_path)
     app.extensions[MOCK_KEY] = wsgi
     if control:
         control_api = control_blueprint(lambda: wsgi.pipeline, control_token, lambda e: _envelope(wsgi.pipeline, e),

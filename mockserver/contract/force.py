@@ -8,7 +8,6 @@ Whether the target honours it is asked first: a request it answered during the r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
 from typing import Any, cast
 
 import requests
@@ -97,7 +96,7 @@ def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str],
         for status, labels in sorted(by_status.items()):
             schema.config.update(headers={**headers, PREFER: f"code={status}"})
             chosen = set(labels)  # a function filter: a `name` one may be there already (--operation)
-            execute(cast(OpenApiSchema, schema.include(partial(_labelled, chosen))))
+            execute(cast(OpenApiSchema, schema.include(_labelled(chosen))))
     finally:
         schema.config.update(headers=headers)
         config.update(phases=phases)
@@ -111,6 +110,10 @@ def forced(response: Any) -> bool:
     return request is not None and PREFER in (getattr(request, "headers", None) or {})
 
 
-def _labelled(chosen: set[str], context: Any) -> bool:
+def _labelled(chosen: set[str]) -> Callable[[Any], bool]:
     """A schemathesis filter of operations by label (a function filter: a `name` one may be there already)."""
-    return context.operation.label in chosen
+
+    def labelled(context: Any) -> bool:
+        return context.operation.label in chosen
+
+    return labelled

@@ -23,7 +23,7 @@ def two_workers():
 
 @pytest.fixture()
 def one_worker():
-    """The tests that set a scenario talk to one worker of the memory store (tests/test_scale_out.py shares one
+    """The tests that set a scenario talk to one worker of the memory store (tests/engine/test_scale_out.py shares one
     between workers through Redis)."""
     with serving("--log-level", "warning") as started:
         yield started

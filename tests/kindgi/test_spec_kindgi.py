@@ -20,7 +20,7 @@ from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-SPEC_PATH = Path(__file__).parent.parent / "spec" / "kindgi.yaml"
+SPEC_PATH = Path(__file__).resolve().parents[2] / "spec" / "kindgi.yaml"
 DOC_URI = "urn:kindgi:spec"
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 

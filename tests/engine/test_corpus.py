@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_corpus", ROOT / "bench" / "corpus.py")
 assert _spec is not None and _spec.loader is not None
 corpus = sys.modules["bench_corpus"] = importlib.util.module_from_spec(_spec)

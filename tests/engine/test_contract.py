@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlencode
 import pytest
 import yaml
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, SAMPLE_PROJECT, free_port
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
@@ -33,7 +33,7 @@ from mockserver.testing import MockServer
 from mockserver.web.app import pipeline_of
 from stand_ins import Served, ids_elsewhere
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = ROOT / "tests" / "data"
 NOTES = DATA / "contract"
 VAULT = DATA / "credentials"  # basic auth, an API key in the query and a bearer token, one per operation
 VAULT_ARGS = ["--spec", str(VAULT / "openapi.yaml"), "--fixtures", str(VAULT / "fixtures"), "--token", "vault-key",

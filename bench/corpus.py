@@ -4,7 +4,8 @@ of examples per operation, and the five checks a mock must pass on its own (serv
 types, response schemas, response headers). Prints a table, writes bench/results/corpus.json.
 
 Each description runs in a fresh process (two at a time), so its start-up time and memory are its own: memory is
-the growth of the process' peak RSS (`ru_maxrss`) across `create_app`. tests/engine/test_corpus.py runs the same check."""
+the growth of the process' peak RSS (`ru_maxrss`) across `create_app`. tests/engine/test_corpus.py runs the same
+check."""
 from __future__ import annotations
 
 import argparse

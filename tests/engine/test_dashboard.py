@@ -4,7 +4,8 @@ scenario form; a journal row in full with Authorization masked; the control toke
 "Try it out" against the mock. No request leaves the mock: every asset is its own.
 
 `make test` installs Chromium when it is missing; where it cannot be (no apt), these tests are skipped.
-`MOCKSERVER_SCREENSHOT=docs/dashboard.png pytest tests/engine/test_dashboard.py -k screenshot` renews the README's image."""
+`MOCKSERVER_SCREENSHOT=docs/dashboard.png pytest tests/engine/test_dashboard.py -k screenshot` renews the
+dashboard's picture."""
 from __future__ import annotations
 
 import logging

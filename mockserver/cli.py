@@ -275,7 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="serve a mock of the description")
     _add_serving(serve)
     serve.add_argument("--seed", type=int, default=0, help="seed of generated data (same seed, same data)")
-    serve.add_argument("--strict-auth", action="store_true", help="answer 401 to tokens the fixtures do not declare")
+    serve.add_argument("--strict-auth", action="store_true",
+                       help="answer 401 to tokens the fixtures (or --accept-token) do not declare")
+    serve.add_argument("--accept-token", action="append", default=[], metavar="TOKEN",
+                       help="a credential let in as a caller besides the fixtures' tokens (bearer, API key, basic "
+                            "user; repeatable): with --strict-auth, a description without fixtures refuses every other")
     serve.add_argument("--no-response-validation", action="store_true",
                        help="do not check answers against the description (for load tests)")
     serve.add_argument("--workers", type=int, default=1,
@@ -426,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(args.log_level)
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
-                      cursor_secret=_cursor_secret(args.state), state=args.state, session_ttl=args.session_ttl)
+                      cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
+                      state=args.state, session_ttl=args.session_ttl)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

@@ -48,6 +48,7 @@ class Options:
     max_body: int = 1024 * 1024  # bytes; a larger body is 413
     max_url: int = 8192  # bytes of path and query; longer is 414
     max_header: int = 8192  # bytes of one header value; longer is 431
+    accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
 
@@ -86,8 +87,10 @@ class Pipeline:
         settings = fixtures.settings
         self.request_id_header = settings.get("requestIdHeader", "X-Request-Id")
         auth = settings.get("auth", {})
-        self.auth = Authenticator(spec.security_schemes,
-                                  {name: Token(**raw) for name, raw in auth.get("tokens", {}).items()},
+        tokens = {name: Token(**raw) for name, raw in auth.get("tokens", {}).items()}
+        for number, name in enumerate(self.options.accept_tokens, 1):  # after the fixtures' own, never over one
+            tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
+        self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
         self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}

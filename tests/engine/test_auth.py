@@ -2,7 +2,7 @@
 credential; an unknown well-formed token is an anonymous caller of the default tenant otherwise."""
 import pytest
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, body
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, body
 from mockserver import create_app
 
 
@@ -72,3 +72,11 @@ def test_each_scheme_takes_its_own_credentials_and_challenges_in_its_own_words(w
     assert client.get("/key").headers["WWW-Authenticate"] == 'ApiKey realm="mock", in="header", name="X-Key"'
     assert client.get("/either").headers["WWW-Authenticate"] == (
         'Bearer realm="mock", ApiKey realm="mock", in="header", name="X-Key"')
+
+
+def test_accepted_tokens_without_fixtures():
+    """`--accept-token`: a description with no fixtures (so no tokens) still tells a good credential from a bad
+    one under --strict-auth, which is what a contract run against the mock needs to check ignored_auth."""
+    client = create_app(LIBRARY / "openapi.yaml", strict_auth=True, accept_tokens=("reader-1",)).test_client()
+    assert client.get("/api/v2/books", headers={"X-Api-Key": "reader-1"}).status_code == 200
+    assert client.get("/api/v2/books", headers={"X-Api-Key": "someone-else"}).status_code == 401

@@ -343,12 +343,13 @@ def test_a_server_letting_callers_in_without_the_basic_credential_fails_ignored_
 
 def test_a_description_without_fixtures_is_checked_in_process_with_credentials_it_derives(
         capsys: pytest.CaptureFixture[str]):
-    """No fixtures, so no token: each operation gets a placeholder credential of its own scheme, the mock lets any
-    well-formed one in, and ignored_auth (which it would fail) is left out, saying why."""
+    """No fixtures, so no token: each operation gets a placeholder credential of its own scheme, which the mock
+    in-process accepts (`--accept-token`) with strict auth, so ignored_auth checks that every other is refused."""
     code = main(["contract", "--spec", str(VAULT / "openapi.yaml"), "--max-examples", "5", "--seed", "1"])
     output = capsys.readouterr().out
     assert code == 0, output
-    assert "ignored_auth left out: the fixtures declare no usable token" in output
+    assert "the mock, in-process (strict auth)" in output and "ignored_auth left out" not in output
+    assert re.search(r"ok\s+ignored_auth\s+\d+ passed", output), output
     assert all("200×" in line for line in operation_lines(output).values()), output
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from .core.errors import LoadError
 from .core.pipeline import Options, Pipeline
 from .core.state import SESSION_TTL, StateError
+from .core.stateful import ITEMS_LIMIT
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
                             "MOCKSERVER_STATE)")
     serve.add_argument("--session-ttl", type=float, default=SESSION_TTL, metavar="SECONDS",
                        help="forget a session idle this long (default %(default).0f)")
+    serve.add_argument("--max-items", type=int, default=ITEMS_LIMIT, metavar="N",
+                       help="items a collection written at run time may hold per session; past it a create answers "
+                            "507 (default %(default)d)")
     serve.add_argument("--watch", action="store_true",
                        help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
                             "good state)")
@@ -404,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(args.log_level)
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
-                      cursor_secret=_cursor_secret(args.state), state=args.state, session_ttl=args.session_ttl)
+                      cursor_secret=_cursor_secret(args.state), state=args.state, session_ttl=args.session_ttl,
+                      max_items=args.max_items)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

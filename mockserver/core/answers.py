@@ -24,11 +24,15 @@ from .rules import Condition, Context, Filter, compile_condition
 from .schema_walk import SchemaWalk
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
+from .state import Store
+from .state.memory import MemoryStore
+from .stateful import ITEMS_LIMIT, LiveCollection, Write
 from .write_only import WriteOnly
 
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
+WRITES = {"create": "into", "update": "in", "replace": "in", "delete": "from"}  # a write and its collection key
 
 
 @dataclass
@@ -70,6 +74,7 @@ class OperationFixture:
     listing: ListQuery | None = None
     item: ItemQuery | None = None
     respond: list[_Respond] = field(default_factory=list)
+    write: Write | None = None
     origin: str = ""
 
 
@@ -84,8 +89,12 @@ def is_json(media_type: str | None) -> bool:
 
 
 class Answers:
-    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0) -> None:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0,
+                 store: Store | None = None, max_items: int = ITEMS_LIMIT) -> None:
+        """`store` keeps what operations declared as writes change (per session); `max_items` bounds each
+        written collection per session."""
         self.spec = spec
+        self.store = store or MemoryStore()
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
@@ -97,6 +106,11 @@ class Answers:
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
+        # the collections some operation writes to: their reads go through the store (the others' never do)
+        self.live = {located.value[kind][into]: LiveCollection(fixtures.collections[located.value[kind][into]],
+                                                                max_items)
+                     for located in fixtures.operations.values() for kind, into in WRITES.items()
+                     if kind in located.value and located.value[kind][into] in fixtures.collections}
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
             if op is None:
@@ -104,6 +118,7 @@ class Answers:
                                                      + ", ".join(sorted(spec.operations)), "operationId"))
                 continue
             self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
+        self._prepare_live()
 
     # -- start-up ------------------------------------------------------------------------------------------
     def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
@@ -137,11 +152,16 @@ class Answers:
                               and p.name == page_names(config["list"])["limit"]), None)
                 result.listing = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
                 self._check_items(op, result.listing, located)
+                if collection.name in self.live:
+                    self.live[collection.name].lists[op.id] = result.listing
         if "item" in config:
             collection = self._collection(config["item"]["from"], fixtures, located, "item", "from")
             if collection:
                 result.item = ItemQuery(config["item"], collection)
                 self._check_collection(op, collection, wrap=None)
+        kind = next((k for k in WRITES if k in config), None)
+        if kind is not None:
+            result.write = self._write(op, kind, located, fixtures)
         for i, raw in enumerate(config.get("respond", [])):
             answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
                             dict(raw.get("headers", {})),
@@ -149,6 +169,57 @@ class Answers:
             self._check_body(op, answer, located, "respond", i, "body")
             result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
         return result
+
+    def _write(self, op: Operation, kind: str, located: Located, fixtures: FixtureSet) -> Write | None:
+        """A declared write: its collection must have a key (the create's own `key` can give it one) and an
+        operation that creates, updates or replaces must take a request body."""
+        raw = located.value[kind]
+        collection = self._collection(raw[WRITES[kind]], fixtures, located, kind, WRITES[kind])
+        if collection is None:
+            return None
+        if kind == "create" and "key" in raw:
+            if collection.key and collection.key != [raw["key"]]:
+                self.problems.append(located.problem(f"the collection {collection.name!r} has the key "
+                                                     f"{collection.key}, not {raw['key']!r}", "key", kind, "key"))
+            collection.key = collection.key or [raw["key"]]
+        if not collection.key:
+            self.problems.append(located.problem(f"{kind} needs items with a key: give the collection "
+                                                 f"{collection.name!r} a `key` (or the create a `key`)", "key", kind))
+        if kind != "delete" and op.request_body is None:
+            self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
+                                                 kind))
+        media, _ = self._success_schema(op)
+        own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
+                     self.generator, own)
+
+    def _prepare_live(self) -> None:
+        """What the reads of each written collection answer with: every item written must fit them, and the
+        item's schema (an item read's, else a list's items', else the create's answer) says which properties
+        the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
+        walk = SchemaWalk(self.spec.docs.resolve)
+        schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
+        for op_id, fixture in self.fixtures.items():
+            media, _ = self._success_schema(self.spec.operations[op_id])
+            if media is None or media.schema is None:
+                continue
+            node, uri, validator = media.schema.node, media.schema.uri, media.schema.validator
+            if fixture.listing is not None and fixture.listing.collection.name in self.live:
+                query = fixture.listing
+                self.live[query.collection.name].checks.append(
+                    (op_id, validator, lambda item, q=query: {q.items_field: [item], q.has_more_field: False}))
+                items = walk.items(*walk.property(node, uri, query.items_field))
+                if items[0] is not None:
+                    schemas.setdefault(query.collection.name, {}).setdefault("list", items)
+            if fixture.item is not None and fixture.item.collection.name in self.live:
+                self.live[fixture.item.collection.name].checks.append((op_id, validator, lambda item: item))
+                schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", (node, uri))
+            if fixture.write is not None and fixture.write.kind == "create":
+                schemas.setdefault(fixture.write.live.name, {}).setdefault("create", (node, uri))
+        for name, live in self.live.items():
+            found = schemas.get(name, {})
+            live.schema = found.get("item") or found.get("list") or found.get("create")
+            live.prepare(walk, self.write_only)
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -205,7 +276,9 @@ class Answers:
                 rule.raise_for(ctx, "the request breaks a rule of this operation")
         for collection, filters, rule in fixture.requires:
             tests = [t for t in (f.bind(ctx) for f in filters) if t is not None]
-            if not any(all(t(item) for t in tests) for item in collection.items):
+            live = self.live.get(collection.name)
+            items = live.view(self.store, ctx.session).items.values() if live else collection.items
+            if not any(all(t(item) for t in tests) for item in items):
                 shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
                 rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
 
@@ -216,12 +289,19 @@ class Answers:
             return None
         status = op.success_status
         media_type = media.name if media else "application/json"
+        if fixture.write is not None:
+            payload, headers = fixture.write.apply(ctx, self.store)
+            return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
+                          fixture.origin)
         if fixture.listing is not None:
-            page = fixture.listing.page(ctx)
+            live = self.live.get(fixture.listing.collection.name)
+            page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
             return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
                           prechecked=True)
         if fixture.item is not None:
-            return Answer(status, fixture.item.find(ctx), media_type, "fixture", origin=fixture.origin)
+            live = self.live.get(fixture.item.collection.name)
+            pairs = live.view(self.store, ctx.session).pairs() if live else None
+            return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
         for entry in fixture.respond:
             if entry.when is None or entry.when(ctx):
                 answer = entry.answer

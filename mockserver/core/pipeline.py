@@ -31,6 +31,7 @@ from .scenarios import Effect, ScenarioError, Scenarios, declared_message
 from .schemas import instance_pointer, iter_errors
 from .spec import Header, Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
+from .stateful import ITEMS_LIMIT
 from .xml_body import XmlWriter, is_xml
 
 log = logging.getLogger("mockserver")
@@ -49,6 +50,7 @@ class Options:
     max_header: int = 8192  # bytes of one header value; longer is 431
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
+    max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
 
 
 @dataclass
@@ -94,7 +96,7 @@ class Pipeline:
         # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
         # process sharing it
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
-                               seed=self.options.seed)
+                               seed=self.options.seed, store=self.store, max_items=self.options.max_items)
         self.header_values = self._declared_header_values()
         self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
@@ -269,7 +271,8 @@ class Pipeline:
             if effect is not None and effect.undeclared:
                 response = self._gateway_answer(op, effect, request_id)
             else:
-                response = self._respond(op, Context(valid, caller), prefer, request, effect, request_id)
+                response = self._respond(op, Context(valid, caller, session, request.path), prefer, request,
+                                         effect, request_id)
         except MockError as error:
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)

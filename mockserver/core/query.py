@@ -7,7 +7,7 @@ import json
 import re
 import time
 from bisect import bisect_right
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from .errors import MockError
 from .fixtures import Collection
@@ -19,9 +19,10 @@ SELECT_CACHE_SIZE = 4096
 
 
 class Entry(NamedTuple):
-    """An item in the operation's order: its rank, the item as stored, and its served form and JSON, made once."""
+    """An item in the operation's order: its rank, the item as stored, and its served form and JSON, made once.
+    A rank is an int; in a collection written at run time, a list of ints (`stateful.rank_between`)."""
 
-    rank: int
+    rank: Any
     item: dict[str, Any]
     public: dict[str, Any]
     json: bytes
@@ -38,6 +39,15 @@ PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCurso
 def page_names(listing: dict[str, Any]) -> dict[str, str]:
     """The names a fixture's `list` uses for its page fields and parameters."""
     return {**PAGE_DEFAULTS, **(listing.get("page") or {})}
+
+
+class Source(NamedTuple):
+    """The current items of a collection written at run time, as one list sees them, for one scope: `tag` names
+    the scope and version (what the page caches are keyed by), `entries` are in the list's order by rank."""
+
+    scope: str
+    tag: str
+    entries: list[Entry]
 
 
 class Page(NamedTuple):
@@ -85,7 +95,8 @@ class ListQuery:
         self.version = version_key(latest["version"].get("type")) if latest else None
         self.version_field = field_getter(latest["version"]["field"]) if latest else None
         self.prefer = Filter(latest["prefer"]) if latest and "prefer" in latest else None
-        ordered = self._order(collection.items, config.get("order", []))
+        self.order: list[dict[str, Any]] = config.get("order", [])
+        ordered = self.order_items(collection.items, self.order)
         served = [collection.public(item) for item in ordered]
         self.entries = [Entry(rank, item, public, to_json(public))
                         for rank, (item, public) in enumerate(zip(ordered, served))]
@@ -98,7 +109,7 @@ class ListQuery:
         self._next_key = b"," + to_json(self.next_field) + b":"
 
     @staticmethod
-    def _order(items: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def order_items(items: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Items in the operation's order (stable: ties keep file order)."""
         ordered = list(items)
         for rule in reversed(order):  # stable sorts, last key first
@@ -111,20 +122,21 @@ class ListQuery:
                 ordered.sort(key=key)
         return ordered
 
-    def select(self, ctx: Context, key: str) -> list[Entry]:
-        """The items this request lists, in order, before paging. The data does not change while it is served,
-        so the answer for the same request values and caller is kept (bounded)."""
+    def select(self, ctx: Context, key: str, source: Source | None = None) -> list[Entry]:
+        """The items this request lists, in order, before paging. The data does not change while it is served
+        (a written collection's `source` names its version), so the answer for the same request values and
+        caller is kept (bounded)."""
         found = self._selected.get(key)
         if found is None:
-            found = self._select(ctx)
+            found = self._select(ctx, self.entries if source is None else source.entries)
             if len(self._selected) >= SELECT_CACHE_SIZE:
                 self._selected.clear()
             self._selected[key] = found
         return found
 
-    def _select(self, ctx: Context) -> list[Entry]:
+    def _select(self, ctx: Context, entries: list[Entry]) -> list[Entry]:
         tests = [t for t in (f.bind(ctx) for f in self.where) if t is not None]
-        entries = [e for e in self.entries if all(t(e.item) for t in tests)]
+        entries = [e for e in entries if all(t(e.item) for t in tests)]
         if self.group_by is not None:
             entries = self._latest(entries, ctx)
         tests = [t for t in (f.bind(ctx) for f in self.filters) if t is not None]
@@ -143,9 +155,10 @@ class ListQuery:
                 best[group] = (score, entry)
         return sorted((e for _, e in best.values()), key=lambda e: e.rank)
 
-    def page(self, ctx: Context) -> Page:
-        """One page, its body joined from JSON made at start-up; the same request within a second (whose
-        `nextCursor` is the same string) gets the page made for the first one."""
+    def page(self, ctx: Context, source: Source | None = None) -> Page:
+        """One page, its body joined from JSON made at start-up (or when a write made the item); the same request
+        within a second (whose `nextCursor` is the same string) gets the page made for the first one. `source`:
+        the current items of a collection written at run time, for the caller's session."""
         request = ctx.request
         filters = {k: v for k, v in request.query.items() if k not in (self.limit_param, self.cursor_param)}
         values = repr((sorted(request.path.items()), sorted(filters.items()), sorted(request.header.items()),
@@ -154,20 +167,23 @@ class ListQuery:
         if now != self._pages_second or len(self._pages) >= SELECT_CACHE_SIZE:
             self._pages, self._pages_second = {}, now
         key = (f"{ctx.caller.key}|{ctx.caller.id}|{ctx.caller.tenant}", values, request.query.get(self.cursor_param),
-               request.query.get(self.limit_param))
+               request.query.get(self.limit_param), source.tag if source else "")
         page = self._pages.get(key)
         if page is None:
-            page = self._pages[key] = self._page(ctx, values)
+            page = self._pages[key] = self._page(ctx, values, source)
         return page
 
-    def _page(self, ctx: Context, values: str) -> Page:
+    def _page(self, ctx: Context, values: str, source: Source | None) -> Page:
         request = ctx.request
-        entries = self.select(ctx, f"{ctx.caller.id}|{ctx.caller.tenant}|{values}")
-        binding = self.sealer.binding(self.operation_id, values, ctx.caller.key)
+        tag = f"|{source.tag}" if source else ""
+        entries = self.select(ctx, f"{ctx.caller.id}|{ctx.caller.tenant}|{values}{tag}", source)
+        # a written collection's cursor is bound to the session too: another session's items have other ranks
+        binding = self.sealer.binding(self.operation_id, values + (f"|{source.scope}" if source else ""),
+                                      ctx.caller.key)
         start = 0
         cursor = request.query.get(self.cursor_param)
         if cursor is not None:
-            after = self.sealer.open(str(cursor), binding, self.cursor_param)
+            after = self.sealer.open(str(cursor), binding, self.cursor_param, list if source else int)
             start = bisect_right(entries, after, key=lambda e: e.rank)
         limit = request.query.get(self.limit_param, self.limit_default) or len(entries)
         chunk = entries[start:start + limit]
@@ -191,14 +207,23 @@ class ItemQuery:
         self.where = [Filter(f) for f in config["where"]]
         self.status = config.get("status")
 
-    def find(self, ctx: Context) -> dict[str, Any]:
+    def find(self, ctx: Context, items: Iterable[tuple[dict[str, Any], dict[str, Any]]] | None = None
+             ) -> dict[str, Any]:
+        """The first item the rules pick, as served; `items`: (stored, served) pairs of a collection written at
+        run time, instead of the fixture's."""
         tests = [t for t in (f.bind(ctx) for f in self.where) if t is not None]
-        for item in self.collection.items:
+        pairs = ((item, item) for item in self.collection.items) if items is None else items
+        for item, served in pairs:
             if all(t(item) for t in tests):
-                return self.collection.public(item)
-        raise MockError(self.status or 404, "no such " + _singular(self.collection.name),
-                        details={k: v for k, v in ctx.request.path.items()})
+                return self.collection.public(served) if items is None else served
+        raise not_found(self.collection, ctx, self.status)
 
 
-def _singular(name: str) -> str:
+def not_found(collection: Collection, ctx: Context, status: int | None = None) -> MockError:
+    """No item of the collection matches the request: the operation's own 404 (or the status its fixture says)."""
+    return MockError(status or 404, "no such " + singular(collection.name),
+                     details={k: v for k, v in ctx.request.path.items()})
+
+
+def singular(name: str) -> str:
     return name[:-1] if name.endswith("s") else name

@@ -292,7 +292,7 @@ class Answers:
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
-                          fixture.origin)
+                          fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:
             live = self.live.get(fixture.listing.collection.name)
             page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)

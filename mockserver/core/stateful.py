@@ -231,17 +231,17 @@ class LiveCollection:
         """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
         from) where it has them, else new ones (a create: any sent are overwritten)."""
         result = dict(item)
-        for fill in self.fills:
-            if keep is not None:
+        if keep is not None:
+            for fill in self.fills:
                 if fill.name in keep:
                     result[fill.name] = keep[fill.name]
                 else:
                     result.pop(fill.name, None)
-                continue
-            if fill.name in self.collection.key and fill.name in item and fill.schema[0].get("readOnly") is not True:
-                continue  # a key the client chooses
-            result[fill.name] = _fill_value(fill, view, generator)
-        return result
+            return result
+        made = {fill.name: _fill_value(fill, view, generator) for fill in self.fills
+                if not (fill.name in self.collection.key and fill.name in item
+                        and fill.schema[0].get("readOnly") is not True)}  # a key the client chooses is kept
+        return {**made, **{k: v for k, v in item.items() if k not in made}}  # the mock's own fields first
 
 
 def _fill_kind(schema: dict[str, Any]) -> str:

@@ -294,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
 
     validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
     _add_sources(validate)
+    for command in (serve, validate):
+        command.add_argument("--stateful", action="store_true",
+                             help="infer writes from the REST shape (POST /things creates, GET /things lists, "
+                                  "GET|PUT|PATCH|DELETE /things/{id}) for operations the fixtures declare nothing "
+                                  "for; also `stateful: true` in the fixtures' settings")
 
     contract = commands.add_parser("contract", help="check a server (or the mock, in-process) against the description")
     _add_sources(contract)
@@ -388,11 +393,13 @@ def main(argv: list[str] | None = None) -> int:
         return _contract(args, spec, fixtures)
     if args.command == "validate":
         try:
-            pipeline = Pipeline.load(spec, fixtures)
+            pipeline = Pipeline.load(spec, fixtures, Options(stateful=args.stateful))
         except LoadError as exc:
             _report(exc)
             return 1
         _warn(pipeline.warnings)
+        for inferred in pipeline.inferred:
+            print(f"stateful: {inferred.operation} {inferred.what}")
         count = sum(len(c.items) for c in pipeline.fixtures.collections.values())
         held = (f"{fixtures}: {len(pipeline.fixtures.files)} files, {len(pipeline.fixtures.collections)} "
                 f"collections, {count} items" if fixtures else "no fixtures")
@@ -409,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_level)
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
                       cursor_secret=_cursor_secret(args.state), state=args.state, session_ttl=args.session_ttl,
-                      max_items=args.max_items)
+                      max_items=args.max_items, stateful=args.stateful)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

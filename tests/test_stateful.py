@@ -4,7 +4,8 @@ a small pets API written for the tests (tests/data/pets), on the memory store an
 from __future__ import annotations
 
 import random
-import shutil
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -13,7 +14,7 @@ import pytest
 import yaml
 from flask.testing import FlaskClient
 
-from conftest import body
+from conftest import SHARED, body
 from mockserver import create_app
 from mockserver.core.errors import LoadError
 from mockserver.core.stateful import rank_between
@@ -292,3 +293,55 @@ def test_collections_nobody_writes_are_served_as_before(tmp_path):
     pipeline = client.application.extensions[MOCK_KEY].pipeline
     assert "pets" not in pipeline.answers.live and names(client) == ["Ada", "Bo", "Cy"]
     assert client.delete("/pets/1").status_code == 204 and names(client) == ["Ada", "Bo", "Cy"]
+
+
+# -- inferred from the REST shape ---------------------------------------------------------------------------------
+PETSTORE = SHARED / "corpus" / "oai-petstore-expanded.yaml"
+
+
+@pytest.fixture()
+def petstore() -> Path:
+    if not PETSTORE.is_file():
+        pytest.skip(f"{PETSTORE} is absent: the shared corpus is not checked out beside this one")
+    return PETSTORE
+
+
+def test_inferred_mode_makes_the_petstore_remember(petstore):
+    client = create_app(petstore, stateful=True).test_client()
+    assert body(client.get("/v2/pets")) == []  # a bare array, as the description answers
+    rex = body(client.post("/v2/pets", json={"name": "Rex", "tag": "dog"}))
+    assert rex == {"id": 1, "name": "Rex", "tag": "dog"}
+    assert body(client.get("/v2/pets")) == [rex] and body(client.get("/v2/pets/1")) == rex
+    assert client.delete("/v2/pets/1").status_code == 204
+    gone = client.get("/v2/pets/1")
+    assert gone.status_code == 404 and body(gone) == {"code": 404, "message": "no such pet"}  # the API's own Error
+    assert body(client.get("/v2/pets")) == []
+    assert body(create_app(petstore).test_client().get("/v2/pets")) != []  # not stateful: generated, as before
+
+
+def test_validate_prints_what_it_inferred_per_operation(petstore):
+    done = subprocess.run([sys.executable, "-m", "mockserver", "validate", "--spec", str(petstore), "--stateful"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:4] == [
+        "stateful: findPets lists pets", "stateful: addPet creates into pets (key id)",
+        "stateful: find pet by id reads one of pets by id", "stateful: deletePet deletes one of pets by id"]
+
+
+def test_stateful_in_the_settings_infers_what_the_fixtures_leave_out_seeded_from_examples(tmp_path):
+    def example(spec: dict[str, Any]) -> None:
+        spec["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"]["application/json"]["example"] = {
+            "id": 7, "name": "Example", "createdAt": "2024-05-01T00:00:00Z"}
+
+    def only_owners(fixtures: dict[str, Any]) -> None:
+        fixtures["settings"]["stateful"] = True
+        del fixtures["collections"]["pets"]
+        for name in ("listPets", "getPet", "addPet", "updatePet", "replacePet", "deletePet", "addOwnedPet"):
+            del fixtures["operations"][name]
+
+    client = create_app(*variant(tmp_path, example, only_owners)).test_client()
+    assert names(client) == ["Example"]
+    assert body(client.post("/pets", json={"name": "Rex"}))["id"] == 8
+    assert body(client.patch("/pets/8", json={"tag": "t"}))["tag"] == "t"
+    assert names(client) == ["Example", "Rex"]
+    assert client.post("/owners", json={"login": "ana"}).status_code == 409  # declared ones stay as declared

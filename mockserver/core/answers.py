@@ -207,8 +207,9 @@ class Answers:
             if fixture.listing is not None and fixture.listing.collection.name in self.live:
                 query = fixture.listing
                 self.live[query.collection.name].checks.append(
-                    (op_id, validator, lambda item, q=query: {q.items_field: [item], q.has_more_field: False}))
-                items = walk.items(*walk.property(node, uri, query.items_field))
+                    (op_id, validator, lambda item, q=query: q.wrap([item])))
+                items = walk.items(*(walk.deref(node, uri) if query.bare else
+                                     walk.property(node, uri, query.items_field)))
                 if items[0] is not None:
                     schemas.setdefault(query.collection.name, {}).setdefault("list", items)
             if fixture.item is not None and fixture.item.collection.name in self.live:
@@ -230,9 +231,8 @@ class Answers:
     def _check_items(self, op: Operation, query: ListQuery, located: Located) -> None:
         """Each item as it would be served, inside a one-item page, and the page's own fields, against the
         success response's schema: pages built from them need no check per request."""
-        def wrap(item: dict[str, Any]) -> dict[str, Any]:
-            return {query.items_field: [item], query.has_more_field: False}
-        self._check_collection(op, query.collection, wrap, pointer_join("", query.items_field, 0))
+        self._check_collection(op, query.collection, lambda item: query.wrap([item]),
+                               pointer_join("", query.items_field, 0) if not query.bare else "/0")
         media, _ = self._success_schema(op)
         if media is None or media.schema is None:
             return

@@ -41,6 +41,7 @@ SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "requestIdHeader": {"type": "string", "minLength": 1},
+                "stateful": {"type": "boolean"},
                 "errors": {
                     "type": "object",
                     "additionalProperties": False,

@@ -20,6 +20,7 @@ from .envelope import ErrorRenderer
 from .errors import LoadError, MockError, Problem
 from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse
+from .inference import infer
 from .journal import Journal
 from .negotiation import negotiate
 from .pagination import CursorSealer
@@ -51,6 +52,7 @@ class Options:
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
     max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
+    stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
 
 
 @dataclass
@@ -93,6 +95,8 @@ class Pipeline:
         self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
         self.errors = ErrorRenderer(settings.get("errors"), spec)
+        # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
+        self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []
         # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
         # process sharing it
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),

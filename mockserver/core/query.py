@@ -51,7 +51,7 @@ class Source(NamedTuple):
 
 
 class Page(NamedTuple):
-    payload: dict[str, Any]
+    payload: Any  # the page object, or the array itself (`page: {items: ""}`)
     body: bytes
 
 
@@ -89,6 +89,7 @@ class ListQuery:
         page = page_names(config)
         self.items_field, self.has_more_field, self.next_field = page["items"], page["hasMore"], page["nextCursor"]
         self.limit_param, self.cursor_param = page["limit"], page["cursor"]
+        self.bare = self.items_field == ""  # the answer is the array itself: `limit` applies, no cursor
         self.limit_default = limit_default
         latest = config.get("latest")
         self.group_by = field_getter(latest["by"]) if latest else None
@@ -187,6 +188,8 @@ class ListQuery:
             start = bisect_right(entries, after, key=lambda e: e.rank)
         limit = request.query.get(self.limit_param, self.limit_default) or len(entries)
         chunk = entries[start:start + limit]
+        if self.bare:
+            return Page([e.public for e in chunk], b"[" + b",".join(e.json for e in chunk) + b"]")
         has_more = start + limit < len(entries)
         payload: dict[str, Any] = {self.items_field: [e.public for e in chunk], self.has_more_field: has_more}
         tail = self._tails[has_more]
@@ -195,8 +198,14 @@ class ListQuery:
             tail += self._next_key + to_json(payload[self.next_field])
         return Page(payload, self._prefix + b",".join(e.json for e in chunk) + tail + b"}")
 
-    def skeletons(self) -> list[dict[str, Any]]:
+    def wrap(self, served: list[dict[str, Any]]) -> Any:
+        """A last page holding these items (as served): what an item is checked inside, against the list's schema."""
+        return served if self.bare else {self.items_field: served, self.has_more_field: False}
+
+    def skeletons(self) -> list[Any]:
         """The page without items, as it can come: checked once at start-up instead of on every request."""
+        if self.bare:
+            return [[]]
         return [{self.items_field: [], self.has_more_field: False},
                 {self.items_field: [], self.has_more_field: True, self.next_field: "cursor"}]
 

@@ -168,7 +168,7 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
                                min_responses=args.min_responses, force=not args.no_force,
-                               exclude=args.exclude_operation, read_only=args.read_only,
+                               exclude=args.exclude_operation, read_only=args.read_only, stateful=args.stateful,
                                request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover)
     try:
         return contract.check(options, args.junit)
@@ -333,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--exclude-operation", action="append", default=[], metavar="ID",
                           help="leave this operation out (operationId or 'GET /path'; repeatable): one that would "
                                "stall or sabotage the run, such as a logout")
+    contract.add_argument("--stateful", action="store_true",
+                          help="without --url: the mock checked remembers writes inferred from the REST shape "
+                               "(as `serve --stateful`), so the stateful phase's sequences hold")
     contract.add_argument("--read-only", action="store_true",
                           help="send GET, HEAD and OPTIONS only: no operation or probe that may change the target")
     contract.add_argument("--request-timeout", type=float, metavar="SECONDS",

@@ -345,3 +345,38 @@ def test_stateful_in_the_settings_infers_what_the_fixtures_leave_out_seeded_from
     assert body(client.patch("/pets/8", json={"tag": "t"}))["tag"] == "t"
     assert names(client) == ["Example", "Rex"]
     assert client.post("/owners", json={"login": "ana"}).status_code == 409  # declared ones stay as declared
+
+
+# -- the contract's stateful phase --------------------------------------------------------------------------------
+def stateful_phase(petstore: Path, url: str | None = None) -> Any:
+    from mockserver.contract.runner import Options, run
+
+    return run(Options(petstore, None, url=url, phases=["stateful"], max_examples=10, seed=1, force=False,
+                       stateful=url is None))
+
+
+def test_the_contracts_stateful_phase_passes_against_the_stateful_mock(petstore):
+    result = stateful_phase(petstore)
+    assert result.passed, (result.errors, result.gaps, {k: v.findings for k, v in result.operations.items()})
+    assert result.operations["GET /pets/{id}"].statuses[200] > 0  # reads of what the sequences created
+    assert result.operations["DELETE /pets/{id}"].statuses[204] > 0
+
+
+def test_the_contracts_stateful_phase_catches_a_server_that_forgets_what_it_created(petstore):
+    from stand_ins import Served
+
+    writes, reads = create_app(petstore, stateful=True), create_app(petstore, stateful=True)
+
+    def forgetful(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        """Remembers every write, but reads an item from a mock that never saw one."""
+        item_read = environ["REQUEST_METHOD"] == "GET" and environ["PATH_INFO"].startswith("/v2/pets/")
+        return (reads if item_read else writes)(environ, start_response)
+
+    server = Served(forgetful)
+    try:
+        result = stateful_phase(petstore, server.url + "/v2")
+    finally:
+        server.stop()
+    assert not result.passed
+    found = {check for op in result.operations.values() for check, _ in op.findings}
+    assert "ensure_resource_availability" in found

@@ -71,6 +71,7 @@ class Options:
     on_progress: Callable[[RunResult, str, str], None] | None = None  # (result so far, phase, label) per scenario
     data: Path | None = None  # request values known to exist on the target (see data.py)
     discover: bool = True  # against a URL, read real ids from its list operations first (see discovery.py)
+    stateful: bool = False  # the in-process mock infers writes from the REST shape (`mockserver serve --stateful`)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -83,7 +84,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     started = time.monotonic()
     server = mock if options.url is None else None
     if options.url is None and server is None:
-        server = MockServer(options.spec, options.fixtures, strict_auth=True)
+        server = MockServer(options.spec, options.fixtures, strict_auth=True, stateful=options.stateful)
     pipeline = server.pipeline if server else None
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # no token is declared: strict, the mock would answer every call 401

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -380,3 +381,40 @@ def test_the_contracts_stateful_phase_catches_a_server_that_forgets_what_it_crea
     assert not result.passed
     found = {check for op in result.operations.values() for check, _ in op.findings}
     assert "ensure_resource_availability" in found
+
+
+def test_the_control_api_shows_each_sessions_written_collections(pets):
+    pets.post("/pets", json={"name": "Rex", "secret": "s"}, headers=in_session("alice"))
+    mine = {c["name"]: c for c in body(pets.get("/__mock/collections?session=alice"))["collections"]}
+    assert sorted(mine) == ["badges", "owners", "pets"]
+    assert mine["pets"]["count"] == 4 and mine["pets"]["written"] is True
+    assert mine["pets"]["items"][-1]["name"] == "Rex" and "secret" not in mine["pets"]["items"][-1]
+    everyone = {c["name"]: c for c in body(pets.get("/__mock/collections"))["collections"]}
+    assert everyone["pets"]["count"] == 3 and everyone["pets"]["written"] is False
+    pets.post("/__mock/reset", headers=in_session("alice"))
+    assert body(pets.get("/__mock/collections?session=alice"))["collections"][2]["count"] == 3
+
+
+def test_the_dashboard_shows_the_written_collections_and_its_reset_undoes_the_writes():
+    dashboard = pytest.importorskip("test_dashboard")  # skips without playwright
+    if not dashboard.CHROMIUM.exists():
+        pytest.skip(f"no browser: {dashboard.CHROMIUM} is missing")
+    from mockserver.testing import MockServer
+
+    with MockServer(SPEC, FIXTURES) as server, dashboard.sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(dashboard.CHROMIUM), args=dashboard.ARGS)
+        try:
+            page, outside = dashboard.open_page(browser, server.url)
+            page.goto(server.url + "/__mock/")
+            row = page.locator('#collections tr[data-collection="pets"]')
+            dashboard.expect(row).to_contain_text("3")
+            urllib.request.urlopen(urllib.request.Request(
+                server.url + "/pets", data=b'{"name": "Rex"}', headers={"Content-Type": "application/json"}),
+                timeout=10).close()
+            dashboard.expect(row).to_contain_text("4")
+            dashboard.expect(row).to_contain_text("written")
+            page.locator("#reset").click()
+            dashboard.expect(row).to_contain_text("3")
+            assert outside == []
+        finally:
+            browser.close()

@@ -309,6 +309,16 @@ class Answers:
                               dict(answer.headers), answer.origin)
         return None
 
+    def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
+        """The collections operations write to, as a session (None: the whole mock) sees them now: for the
+        control API, the first `shown` items as served."""
+        found = []
+        for name, live in sorted(self.live.items()):
+            view = live.view(self.store, session)
+            found.append({"name": name, "count": len(view.items), "written": view.version is not None,
+                          "items": list(view.served.values())[:shown]})
+        return found
+
     def _check_examples(self) -> dict[tuple[str, str, str], str]:
         """The first example of each answer (any declared response: `Prefer: code=` may ask for one) that fits its
         own schema; one that does not is left out of the answers (said once, as a warning naming its place) and

@@ -363,6 +363,15 @@ def test_the_contracts_stateful_phase_passes_against_the_stateful_mock(petstore)
     assert result.operations["DELETE /pets/{id}"].statuses[204] > 0
 
 
+def test_the_contracts_stateful_phase_follows_the_described_links():
+    links = SHARED / "corpus" / "oai-link-example.yaml"
+    if not links.is_file():
+        pytest.skip(f"{links} is absent: the shared corpus is not checked out beside this one")
+    result = stateful_phase(links)
+    assert result.passed, (result.errors, result.gaps, {k: v.findings for k, v in result.operations.items()})
+    assert result.operations["GET /2.0/repositories/{username}/{slug}/pullrequests/{pid}"].statuses[200] > 0
+
+
 def test_the_contracts_stateful_phase_catches_a_server_that_forgets_what_it_created(petstore):
     from stand_ins import Served
 

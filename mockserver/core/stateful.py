@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+from bisect import bisect_left, insort
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -80,6 +81,7 @@ class View:
     items: dict[str, dict[str, Any]]
     served: dict[str, dict[str, Any]]
     entries: dict[str, list[Entry]]
+    made: dict[str, Entry] = field(default_factory=dict)  # written items, served and serialised (rank unset)
 
     def pairs(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         return ((item, self.served[key]) for key, item in self.items.items())
@@ -112,6 +114,7 @@ class LiveCollection:
     _write_only: WriteOnly | None = None
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
+    _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
     _views: dict[str | None, View] = field(default_factory=dict)
 
     @property
@@ -140,6 +143,8 @@ class LiveCollection:
                    for op_id, query in self.lists.items()}
         self._base = View(None, {}, items, served, entries)
         self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
+        self._base_ranks = {op_id: {key: e.rank for key, e in zip(self._base_keys[op_id], entries[op_id])}
+                            for op_id in entries}
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -148,8 +153,42 @@ class LiveCollection:
     def base_row(self, key: str) -> dict[str, Any]:
         """The row a fixture item's first write starts from: its ranks in every list."""
         assert self._base is not None
-        return {"seq": -1, "ranks": {op_id: self._base.entries[op_id][keys.index(key)].rank
-                                     for op_id, keys in self._base_keys.items()}}
+        return {"seq": -1, "ranks": {op_id: ranks[key] for op_id, ranks in self._base_ranks.items()}}
+
+    def _rank(self, view: View, op_id: str, key: str) -> list[int]:
+        """Where an item of the view stands in a list."""
+        row = view.rows.get(key)
+        if row is None:
+            return self._base_ranks[op_id][key]
+        return row["ranks"].get(op_id) or [1 << 62, row["seq"]]  # a list added since the write: at the end
+
+    def written(self, scope: str | None, view: View, updates: Mapping[str, dict[str, Any] | None],
+                rows: Rows) -> None:
+        """Keep the view after a write, made from the one the write started from: only the items it changed
+        are served and placed again, so a write costs no full rebuild."""
+        items, served, made = dict(view.items), dict(view.served), dict(view.made)
+        entries = {op_id: list(es) for op_id, es in view.entries.items()}
+        for key, row in updates.items():
+            if key in items:
+                for op_id, es in entries.items():
+                    at = bisect_left(es, self._rank(view, op_id, key), key=lambda e: e.rank)
+                    del es[at]
+            if row is None or row.get("gone"):
+                for part in (items, served, made):
+                    part.pop(key, None)
+                continue
+            public = self.serve(row["item"])
+            made[key] = entry = Entry(None, row["item"], public, to_json(public))
+            items[key], served[key] = row["item"], public
+            for op_id, es in entries.items():
+                insort(es, entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]),
+                       key=lambda e: e.rank)
+        self._keep(scope, View(rows.version, rows.rows, items, served, entries, made))
+
+    def _keep(self, scope: str | None, view: View) -> None:
+        if len(self._views) >= VIEWS_KEPT:
+            self._views.clear()
+        self._views[scope] = view
 
     # -- reading ---------------------------------------------------------------------------------------------
     def view(self, store: Store, scope: str | None) -> View:
@@ -158,17 +197,24 @@ class LiveCollection:
         if rows is None:
             assert kept is not None
             return kept
-        view = self.build(rows)
-        if len(self._views) >= VIEWS_KEPT:
-            self._views.clear()
-        self._views[scope] = view
-        return view
+        return self.current(scope, rows)
 
     def source(self, store: Store, scope: str | None, op_id: str) -> Source:
         view = self.view(store, scope)
         return Source(scope or "", f"{scope or ''}|{view.version}", view.entries[op_id])
 
-    def build(self, rows: Rows) -> View:
+    def current(self, scope: str | None, rows: Rows) -> View:
+        """The view of these rows: the one kept for the scope when it is of their version (a write right after
+        a read builds nothing)."""
+        kept = self._views.get(scope)
+        if kept is not None and kept.version == rows.version:
+            return kept
+        view = self.build(rows, kept)
+        self._keep(scope, view)
+        return view
+
+    def build(self, rows: Rows, previous: View | None = None) -> View:
+        """The view of the rows; an item written the same in `previous` keeps its served form and JSON."""
         base = self._base
         assert base is not None, "prepare() first"
         if rows.version is None:
@@ -182,18 +228,22 @@ class LiveCollection:
                 items.pop(key, None)
                 served.pop(key, None)
                 continue
-            items[key], served[key] = row["item"], self.serve(row["item"])
-            made[key] = Entry(None, row["item"], served[key], to_json(served[key]))
+            before = previous.rows.get(key) if previous is not None else None
+            if before is not None and (before is row or before == row) and key in previous.made:  # type: ignore[union-attr]
+                made[key] = previous.made[key]  # type: ignore[union-attr]
+            else:
+                public = self.serve(row["item"])
+                made[key] = Entry(None, row["item"], public, to_json(public))
+            items[key], served[key] = row["item"], made[key].public
         entries: dict[str, list[Entry]] = {}
         for op_id, base_entries in base.entries.items():
             kept = [e for e, key in zip(base_entries, self._base_keys[op_id]) if key not in written]
             for key, entry in made.items():
                 row = written[key]
-                rank = row["ranks"].get(op_id) or [1 << 62, row["seq"]]  # a list added since: at the end
-                kept.append(entry._replace(rank=rank))
+                kept.append(entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]))
             kept.sort(key=lambda e: e.rank)
             entries[op_id] = kept
-        return View(rows.version, rows.rows, items, served, entries)
+        return View(rows.version, rows.rows, items, served, entries, made)
 
     def serve(self, item: dict[str, Any]) -> dict[str, Any]:
         """An item as reads answer it: private fields and `writeOnly` properties left out."""
@@ -285,9 +335,15 @@ class Write:
         if self.kind != "delete" and not isinstance(body, dict):
             raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item")
         kept: list[tuple[str, dict[str, Any]]] = []
+        attempt: list[tuple[View, dict[str, dict[str, Any] | None]]] = []  # the last one is what was written
 
         def change(rows: Rows) -> dict[str, dict[str, Any] | None]:
-            view = live.build(rows)
+            view = live.current(ctx.session, rows)
+            updates = decide(rows, view)
+            attempt[:] = [(view, updates)]
+            return updates
+
+        def decide(rows: Rows, view: View) -> dict[str, dict[str, Any] | None]:
             seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
             if self.kind == "create":
                 item = live.filled(body, view, self.generator)
@@ -318,7 +374,8 @@ class Write:
             kept[-1] = (key, item)
             return {key: {**(view.rows.get(key) or live.base_row(key)), "item": item}}
 
-        store.change_live(ctx.session, live.name, change)
+        rows = store.change_live(ctx.session, live.name, change)
+        live.written(ctx.session, *attempt[-1], rows)
         key, item = kept[-1]
         headers: dict[str, str] = {}
         response = self.op.response(self.op.success_status)

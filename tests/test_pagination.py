@@ -29,11 +29,13 @@ def test_tampered_and_foreign_secret_cursors_are_refused():
     sealer = CursorSealer("s3cret")
     binding = sealer.binding("op", '{}|{}', "c")
     cursor = sealer.seal(binding, 3)
-    for bad in (cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB"), "garbage", "",
-                CursorSealer("other").seal(binding, 3)):
+    for bad in (cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB"), "garbage", ""):
         with pytest.raises(MockError) as caught:
             sealer.open(bad, binding)
         assert reason(caught) == "tampered"
+    with pytest.raises(MockError) as caught:  # well-formed, another secret: an earlier run's (issue 18 item 5)
+        sealer.open(CursorSealer("other").seal(binding, 3), binding)
+    assert reason(caught) == "expired"
 
 
 def test_replicas_sharing_a_secret_accept_each_others_cursors():

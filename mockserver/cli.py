@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .core.errors import LoadError
 from .core.pipeline import Options, Pipeline
 from .core.state import SESSION_TTL, StateError
+from .core.stateful import ITEMS_LIMIT
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -169,7 +170,7 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
                                min_responses=args.min_responses, force=not args.no_force,
-                               exclude=args.exclude_operation, read_only=args.read_only,
+                               exclude=args.exclude_operation, read_only=args.read_only, stateful=args.stateful,
                                request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover)
     try:
         return contract.check(options, args.junit)
@@ -290,12 +291,20 @@ def main(argv: list[str] | None = None) -> int:
                             "MOCKSERVER_STATE)")
     serve.add_argument("--session-ttl", type=float, default=SESSION_TTL, metavar="SECONDS",
                        help="forget a session idle this long (default %(default).0f)")
+    serve.add_argument("--max-items", type=int, default=ITEMS_LIMIT, metavar="N",
+                       help="items a collection written at run time may hold per session; past it a create answers "
+                            "507 (default %(default)d)")
     serve.add_argument("--watch", action="store_true",
                        help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
                             "good state)")
 
     validate = commands.add_parser("validate", help="check the description and fixtures; list every problem")
     _add_sources(validate)
+    for command in (serve, validate):
+        command.add_argument("--stateful", action="store_true",
+                             help="infer writes from the REST shape (POST /things creates, GET /things lists, "
+                                  "GET|PUT|PATCH|DELETE /things/{id}) for operations the fixtures declare nothing "
+                                  "for; also `stateful: true` in the fixtures' settings")
 
     contract = commands.add_parser("contract", help="check a server (or the mock, in-process) against the description")
     _add_sources(contract)
@@ -330,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--exclude-operation", action="append", default=[], metavar="ID",
                           help="leave this operation out (operationId or 'GET /path'; repeatable): one that would "
                                "stall or sabotage the run, such as a logout")
+    contract.add_argument("--stateful", action="store_true",
+                          help="without --url: the mock checked remembers writes inferred from the REST shape "
+                               "(as `serve --stateful`), so the stateful phase's sequences hold")
     contract.add_argument("--read-only", action="store_true",
                           help="send GET, HEAD and OPTIONS only: no operation or probe that may change the target")
     contract.add_argument("--request-timeout", type=float, metavar="SECONDS",
@@ -410,11 +422,13 @@ def main(argv: list[str] | None = None) -> int:
         return _contract(args, spec, fixtures)
     if args.command == "validate":
         try:
-            pipeline = Pipeline.load(spec, fixtures)
+            pipeline = Pipeline.load(spec, fixtures, Options(stateful=args.stateful))
         except LoadError as exc:
             _report(exc)
             return 1
         _warn(pipeline.warnings)
+        for inferred in pipeline.inferred:
+            print(f"stateful: {inferred.operation} {inferred.what}")
         count = sum(len(c.items) for c in pipeline.fixtures.collections.values())
         held = (f"{fixtures}: {len(pipeline.fixtures.files)} files, {len(pipeline.fixtures.collections)} "
                 f"collections, {count} items" if fixtures else "no fixtures")
@@ -431,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_level)
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
                       cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
-                      state=args.state, session_ttl=args.session_ttl)
+                      state=args.state, session_ttl=args.session_ttl, max_items=args.max_items,
+                      stateful=args.stateful)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

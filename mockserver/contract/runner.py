@@ -72,6 +72,7 @@ class Options:
     on_progress: Callable[[RunResult, str, str], None] | None = None  # (result so far, phase, label) per scenario
     data: Path | None = None  # request values known to exist on the target (see data.py)
     discover: bool = True  # against a URL, read real ids from its list operations first (see discovery.py)
+    stateful: bool = False  # the in-process mock infers writes from the REST shape (`mockserver serve --stateful`)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -86,7 +87,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     if options.url is None and server is None:
         # strict, and the run's placeholder credential let in where the fixtures declare no token of their own, so
         # a call without it (or with another) is the 401 a real API answers, and `ignored_auth` checks something
-        server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,))
+        server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,),
+                            stateful=options.stateful)
     pipeline = server.pipeline if server else None
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # a mock given to run(), strict with no token: it would answer every call 401

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import zlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .documents import pointer_join, unescape_token
@@ -25,10 +26,14 @@ from .rules import Condition, Context, Filter, compile_condition
 from .schema_walk import SchemaWalk
 from .schemas import instance_pointer, iter_errors
 from .spec import MediaType, Operation, SpecIndex
+from .state import Store
+from .state.memory import MemoryStore
+from .stateful import ITEMS_LIMIT, LiveCollection, Write
 from .write_only import WriteOnly
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
+WRITES = {"create": "into", "update": "in", "replace": "in", "delete": "from"}  # a write and its collection key
 
 
 @dataclass
@@ -71,6 +76,7 @@ class OperationFixture:
     listing: ListQuery | None = None
     item: ItemQuery | None = None
     respond: list[_Respond] = field(default_factory=list)
+    write: Write | None = None
     origin: str = ""
 
 
@@ -80,8 +86,12 @@ def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
 
 
 class Answers:
-    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0) -> None:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0,
+                 store: Store | None = None, max_items: int = ITEMS_LIMIT) -> None:
+        """`store` keeps what operations declared as writes change (per session); `max_items` bounds each
+        written collection per session."""
         self.spec = spec
+        self.store = store or MemoryStore()
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
@@ -93,6 +103,11 @@ class Answers:
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
+        # the collections some operation writes to: their reads go through the store (the others' never do)
+        self.live = {located.value[kind][into]: LiveCollection(fixtures.collections[located.value[kind][into]],
+                                                                max_items)
+                     for located in fixtures.operations.values() for kind, into in WRITES.items()
+                     if kind in located.value and located.value[kind][into] in fixtures.collections}
         for op_id, located in fixtures.operations.items():
             op = spec.operations.get(op_id)
             if op is None:
@@ -100,6 +115,7 @@ class Answers:
                                                      + ", ".join(sorted(spec.operations)), "operationId"))
                 continue
             self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
+        self._prepare_live()
 
     # -- start-up ------------------------------------------------------------------------------------------
     def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
@@ -133,11 +149,16 @@ class Answers:
                               and p.name == page_names(config["list"])["limit"]), None)
                 result.listing = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
                 self._check_items(op, result.listing, located)
+                if collection.name in self.live:
+                    self.live[collection.name].lists[op.id] = result.listing
         if "item" in config:
             collection = self._collection(config["item"]["from"], fixtures, located, "item", "from")
             if collection:
                 result.item = ItemQuery(config["item"], collection)
                 self._check_collection(op, collection, wrap=None)
+        kind = next((k for k in WRITES if k in config), None)
+        if kind is not None:
+            result.write = self._write(op, kind, located, fixtures)
         for i, raw in enumerate(config.get("respond", [])):
             answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
                             dict(raw.get("headers", {})),
@@ -145,6 +166,57 @@ class Answers:
             self._check_body(op, answer, located, "respond", i, "body")
             result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
         return result
+
+    def _write(self, op: Operation, kind: str, located: Located, fixtures: FixtureSet) -> Write | None:
+        """A declared write: its collection must have a key (the create's own `key` can give it one) and an
+        operation that creates, updates or replaces must take a request body."""
+        raw = located.value[kind]
+        collection = self._collection(raw[WRITES[kind]], fixtures, located, kind, WRITES[kind])
+        if collection is None:
+            return None
+        if kind == "create" and "key" in raw:
+            if collection.key and collection.key != [raw["key"]]:
+                self.problems.append(located.problem(f"the collection {collection.name!r} has the key "
+                                                     f"{collection.key}, not {raw['key']!r}", "key", kind, "key"))
+            collection.key = collection.key or [raw["key"]]
+        if not collection.key:
+            self.problems.append(located.problem(f"{kind} needs items with a key: give the collection "
+                                                 f"{collection.name!r} a `key` (or the create a `key`)", "key", kind))
+        if kind != "delete" and op.request_body is None:
+            self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
+                                                 kind))
+        media, _ = self._success_schema(op)
+        own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
+                     self.generator, own)
+
+    def _prepare_live(self) -> None:
+        """What the reads of each written collection answer with: every item written must fit them, and the
+        item's schema (an item read's, else a list's items', else the create's answer) says which properties
+        the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
+        walk = SchemaWalk(self.spec.docs.resolve)
+        schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
+        for op_id, fixture in self.fixtures.items():
+            media, _ = self._success_schema(self.spec.operations[op_id])
+            if media is None or media.schema is None:
+                continue
+            node, uri, validator = media.schema.node, media.schema.uri, media.schema.validator
+            if fixture.listing is not None and fixture.listing.collection.name in self.live:
+                query = fixture.listing
+                self.live[query.collection.name].checks.append((op_id, validator, partial(_wrapped, query)))
+                items = walk.items(*(walk.deref(node, uri) if query.bare else
+                                     walk.property(node, uri, query.items_field)))
+                if items[0] is not None:
+                    schemas.setdefault(query.collection.name, {}).setdefault("list", items)
+            if fixture.item is not None and fixture.item.collection.name in self.live:
+                self.live[fixture.item.collection.name].checks.append((op_id, validator, lambda item: item))
+                schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", (node, uri))
+            if fixture.write is not None and fixture.write.kind == "create":
+                schemas.setdefault(fixture.write.live.name, {}).setdefault("create", (node, uri))
+        for name, live in self.live.items():
+            found = schemas.get(name, {})
+            live.schema = found.get("item") or found.get("list") or found.get("create")
+            live.prepare(walk, self.write_only)
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -155,9 +227,8 @@ class Answers:
     def _check_items(self, op: Operation, query: ListQuery, located: Located) -> None:
         """Each item as it would be served, inside a one-item page, and the page's own fields, against the
         success response's schema: pages built from them need no check per request."""
-        def wrap(item: dict[str, Any]) -> dict[str, Any]:
-            return {query.items_field: [item], query.has_more_field: False}
-        self._check_collection(op, query.collection, wrap, pointer_join("", query.items_field, 0))
+        self._check_collection(op, query.collection, lambda item: query.wrap([item]),
+                               pointer_join("", query.items_field, 0) if not query.bare else "/0")
         media, _ = self._success_schema(op)
         if media is None or media.schema is None:
             return
@@ -201,7 +272,9 @@ class Answers:
                 rule.raise_for(ctx, "the request breaks a rule of this operation")
         for collection, filters, rule in fixture.requires:
             tests = [t for t in (f.bind(ctx) for f in filters) if t is not None]
-            if not any(all(t(item) for t in tests) for item in collection.items):
+            live = self.live.get(collection.name)
+            items = live.view(self.store, ctx.session).items.values() if live else collection.items
+            if not any(all(t(item) for t in tests) for item in items):
                 shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
                 rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
 
@@ -212,18 +285,35 @@ class Answers:
             return None
         status = op.success_status
         media_type = media.name if media else "application/json"
+        if fixture.write is not None:
+            payload, headers = fixture.write.apply(ctx, self.store)
+            return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
+                          fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:
-            page = fixture.listing.page(ctx)
+            live = self.live.get(fixture.listing.collection.name)
+            page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
             return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
                           prechecked=True)
         if fixture.item is not None:
-            return Answer(status, fixture.item.find(ctx), media_type, "fixture", origin=fixture.origin)
+            live = self.live.get(fixture.item.collection.name)
+            pairs = live.view(self.store, ctx.session).pairs() if live else None
+            return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
         for entry in fixture.respond:
             if entry.when is None or entry.when(ctx):
                 answer = entry.answer
                 return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
                               dict(answer.headers), answer.origin)
         return None
+
+    def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
+        """The collections operations write to, as a session (None: the whole mock) sees them now: for the
+        control API, the first `shown` items as served."""
+        found = []
+        for name, live in sorted(self.live.items()):
+            view = live.view(self.store, session)
+            found.append({"name": name, "count": len(view.items), "written": view.version is not None,
+                          "items": list(view.served.values())[:shown]})
+        return found
 
     def _check_examples(self) -> dict[tuple[str, str, str], str]:
         """The first example of each answer (any declared response: `Prefer: code=` may ask for one) that fits its
@@ -329,3 +419,8 @@ class Answers:
 
 def _tokens(pointer: str) -> list[str]:
     return [unescape_token(t) for t in pointer.split("/")[1:]] if pointer else []
+
+
+def _wrapped(query: ListQuery, item: dict[str, Any]) -> Any:
+    """An item as a list's answer holds it: a stored item is checked against what the reads answer."""
+    return query.wrap([item])

@@ -2,6 +2,7 @@
 file/line/pointer/rule as a fixture that breaks the API's schema. docs/FIXTURES.md explains it for people."""
 from __future__ import annotations
 
+from itertools import combinations
 from typing import Any
 
 _REF_KEYS = {"path", "query", "header", "cookie", "caller"}
@@ -15,6 +16,14 @@ _REFERENCE = {
 _OPERATORS = ("equals", "notEquals", "in", "startsWith")
 _COMPARE_PROPS = {**{op: {} for op in _OPERATORS}, "ignoreCase": {"type": "boolean"}}
 _ONE_OPERATOR = {"oneOf": [{"required": [op]} for op in (*_OPERATORS, "present")]}
+_ANSWERS = ("list", "item", "respond", "create", "update", "replace", "delete")
+
+
+def _write(into: str) -> dict[str, Any]:
+    """`update`/`replace` (`in`) and `delete` (`from`): the collection, and the rules that find the item."""
+    return {"type": "object", "required": [into, "where"], "additionalProperties": False,
+            "properties": {into: {"type": "string"}, "where": {"$ref": "#/$defs/filters"}}}
+
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -32,6 +41,7 @@ SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "requestIdHeader": {"type": "string", "minLength": 1},
+                "stateful": {"type": "boolean"},
                 "errors": {
                     "type": "object",
                     "additionalProperties": False,
@@ -162,6 +172,11 @@ SCHEMA: dict[str, Any] = {
                     "properties": {"from": {"type": "string"}, "where": {"$ref": "#/$defs/filters"},
                                    "status": {"type": "integer"}},
                 },
+                "create": {"type": "object", "required": ["into"], "additionalProperties": False,
+                           "properties": {"into": {"type": "string"}, "key": {"type": "string", "minLength": 1}}},
+                "update": _write("in"),
+                "replace": _write("in"),
+                "delete": _write("from"),
                 "respond": {"type": "array", "minItems": 1, "items": {
                     "type": "object",
                     "required": ["status"],
@@ -173,8 +188,8 @@ SCHEMA: dict[str, Any] = {
                                    "body": {}},
                 }},
             },
-            "not": {"anyOf": [{"required": ["list", "item"]}, {"required": ["list", "respond"]},
-                              {"required": ["item", "respond"]}]},
+            # one way to answer: a list, an item, fixed answers, or one write
+            "not": {"anyOf": [{"required": list(pair)} for pair in combinations(_ANSWERS, 2)]},
         },
     },
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
@@ -30,12 +31,13 @@ class CursorSealer:
         and the caller."""
         return hashlib.sha256(f"{operation_id}|{caller_key}|{values}".encode()).hexdigest()[:24]
 
-    def seal(self, binding: str, last_rank: int) -> str:
+    def seal(self, binding: str, last_rank: Any) -> str:
         """Called when a page is made: `ListQuery` keeps a page for the second its cursor's timestamp stands for."""
         return self._serializer.dumps({"b": binding, "r": last_rank, "k": self._key})
 
-    def open(self, cursor: str, binding: str, parameter: str = "cursor") -> int:
-        """The rank after which the page starts, or 400 saying why the cursor is refused."""
+    def open(self, cursor: str, binding: str, parameter: str = "cursor", ranked: type = int) -> Any:
+        """The rank after which the page starts (an int, or for `ranked=list` a collection written at run time's
+        list of ints), or 400 saying why the cursor is refused."""
         try:
             payload = self._serializer.loads(cursor, max_age=self.max_age)
         except SignatureExpired:
@@ -46,7 +48,7 @@ class CursorSealer:
                                                      "has changed since): start the list again without it") from None
             raise _refused(parameter, "tampered", "the cursor is not one this server issued (tampered or "
                                                   "malformed): start the list again without it") from None
-        if not isinstance(payload, dict) or payload.get("b") != binding or not isinstance(payload.get("r"), int):
+        if not isinstance(payload, dict) or payload.get("b") != binding or not _is_rank(payload.get("r"), ranked):
             raise _refused(parameter, "foreign", "the cursor belongs to another list, other filters or another "
                                                  "caller: start the list again without it")
         return payload["r"]
@@ -59,6 +61,13 @@ class CursorSealer:
         except Exception:  # itsdangerous raises its own and the decoders' errors on garbage
             return False
         return isinstance(payload, dict) and isinstance(payload.get("k"), str) and payload["k"] != self._key
+
+
+def _is_rank(value: Any, ranked: type) -> bool:
+    if ranked is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value)
 
 
 def _refused(parameter: str, reason: str, message: str) -> MockError:

@@ -22,6 +22,7 @@ from .envelope import ErrorRenderer
 from .errors import LoadError, MockError
 from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse, is_json
+from .inference import infer
 from .journal import Journal
 from .negotiation import negotiate
 from .pagination import CursorSealer
@@ -32,6 +33,7 @@ from .rules import Context
 from .scenarios import Effect, Scenarios
 from .spec import Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
+from .stateful import ITEMS_LIMIT
 from .xml_body import XmlWriter, is_xml
 
 log = logging.getLogger("mockserver")
@@ -51,6 +53,8 @@ class Options:
     accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
+    max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
+    stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
 
 
 @dataclass
@@ -95,10 +99,12 @@ class Pipeline:
         self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
         self.errors = ErrorRenderer(settings.get("errors"), spec)
+        # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
+        self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []
         # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
         # process sharing it
         self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
-                               seed=self.options.seed)
+                               seed=self.options.seed, store=self.store, max_items=self.options.max_items)
         self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
         self.xml = XmlWriter(spec.docs.resolve)
         self.coverage = CoverageModel(spec, self.router)
@@ -179,7 +185,8 @@ class Pipeline:
             if effect is not None and effect.undeclared:
                 response = self._gateway_answer(op, effect, request_id)
             else:
-                response = self._respond(op, Context(valid, caller), prefer, request, effect, request_id)
+                response = self._respond(op, Context(valid, caller, session, request.path), prefer, request,
+                                         effect, request_id)
         except MockError as error:
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)

@@ -18,10 +18,13 @@ MISSING = object()  # what field_getter gives for a field an item does not have
 
 @dataclass
 class Context:
-    """What a rule may read: the validated request and the caller."""
+    """What a rule may read: the validated request and the caller; and what a write needs besides: the session
+    whose state it changes (None: the whole mock's) and the request's path (a created item's `Location`)."""
 
     request: ValidRequest
     caller: Caller
+    session: str | None = None
+    path: str = ""
 
 
 Value = Callable[[Context], Any]

@@ -1,6 +1,6 @@
-"""The control API under `/__mock/`: health, scenarios, the request journal and reset. It is not part of the
-described API; its own description is served at `/__mock/openapi.json`. Its inputs are validated like any API
-input: a malformed scenario is a 400 that says what and where, never a 500. Each call acts on one session
+"""The control API under `/__mock/`: health, scenarios, the request journal, written collections and reset. It is not
+part of the described API; its own description is served at `/__mock/openapi.json`. Its inputs are validated like
+any API input: a malformed scenario is a 400 that says what and where, never a 500. Each call acts on one session
 (`?session=`, `X-Mock-Session` or the `mock_session` cookie), or without one on the whole mock."""
 from __future__ import annotations
 
@@ -118,6 +118,11 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         pipeline.store.sync()
         pipeline.journal.clear(session)
         return ok({"cleared": True})
+
+    @bp.get("/collections")
+    def collections() -> Response:
+        pipeline = current()
+        return ok({"collections": pipeline.answers.collections(session_param(pipeline))})
 
     @bp.post("/reset")
     def reset() -> Response:

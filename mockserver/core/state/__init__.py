@@ -115,6 +115,20 @@ class Book:
 BookChange = Callable[[Book, Callable[[Iterable[str]], dict[str, int]]], Book]
 
 
+@dataclass(frozen=True)
+class Rows:
+    """The writes of one scope (a session, or the whole mock) to one collection: rows by item key, opaque JSON
+    objects to the store. `version` changes with every write (a fresh token, never reused, so a copy made from
+    an earlier version is known stale even after a reset); None when nothing was written."""
+
+    version: str | None = None
+    rows: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# `change(rows)` -> the rows to set (None: remove the row); it may raise to refuse the write
+RowsChange = Callable[[Rows], Mapping[str, "dict[str, Any] | None"]]
+
+
 class Store(ABC):
     """Where runtime state lives. `session` arguments: None means the whole mock (every call, every session),
     a name means that session only."""
@@ -175,6 +189,21 @@ class Store(ABC):
     def clear(self, session: str | None) -> None:
         """Empty the journal and the coverage counts (of one session, or all of them)."""
 
+    # -- collections written at run time (stateful mode) ----------------------------------------------------
+    @abstractmethod
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        """The writes of a scope (a session; None: the whole mock's own) to a collection, or None when their
+        version is still `known`: a reader keeps what it built from them and pays one look-up per request."""
+
+    @abstractmethod
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        """Apply `change` to the current rows atomically (every process sharing the store sees one order of
+        writes); an exception raised by `change` writes nothing."""
+
+    @abstractmethod
+    def forget_live(self, scope: str | None) -> None:
+        """Drop the writes of one session (None: of every session and of the whole mock): the fixtures again."""
+
     # -- sessions -------------------------------------------------------------------------------------------
     @abstractmethod
     def touch(self, session: str) -> None:
@@ -185,12 +214,13 @@ class Store(ABC):
         """The sessions known now, oldest use first."""
 
     def forget(self, session: str) -> None:
-        """Everything of one session: its scenarios (and their counts), journal and coverage."""
+        """Everything of one session: its scenarios (and their counts), journal, coverage and writes."""
         uids = [r.uid for r in self.book().runtime if r.session == session]
         if uids:
             self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
             self.forget_counts(uids)
         self.clear(session)
+        self.forget_live(session)
         self._untrack(session)
 
     @abstractmethod
@@ -199,11 +229,12 @@ class Store(ABC):
 
     def reset(self) -> None:
         """Everything, everywhere: no scenario set at run time, the fixtures' back with fresh counts, an empty
-        journal and coverage, no session."""
+        journal and coverage, no session, no write (the fixtures' collections as they are in the files)."""
         self.sync()
         self.change_book(lambda book, _: book.next((), ()))
         self.forget_counts(None)
         self.clear(None)
+        self.forget_live(None)
         for session in self.sessions():
             self._untrack(session)
 

@@ -6,12 +6,13 @@ import itertools
 import secrets
 import threading
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Iterable
 from typing import Any
 
 from ..journal import Call, Entry
-from . import COUNTED_KINDS, Book, BookChange, Store
+from . import COUNTED_KINDS, Book, BookChange, Rows, RowsChange, Store
 
 _SWEEP_EVERY = 30.0  # seconds between looks for idle sessions (at most; sooner with a short session TTL)
 
@@ -49,6 +50,7 @@ class MemoryStore(Store):
         self._seen: dict[str, float] = {}  # session -> last use (monotonic)
         self._next_sweep = time.monotonic() + min(_SWEEP_EVERY, session_ttl / 2)
         self._secret = secrets.token_hex(32)  # per process, kept across reloads
+        self._live: dict[tuple[str | None, str], Rows] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "memory", "shared": False, "available": True, "sessionTtl": self._ttl}
@@ -89,6 +91,29 @@ class MemoryStore(Store):
             for uid in uids:
                 self._hits.pop(uid, None)
                 self._draws.pop(uid, None)
+
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        rows = self._live.get((scope, collection))
+        if (rows.version if rows else None) == known:
+            return None
+        return rows or Rows()
+
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        with self._lock:
+            current = self._live.get((scope, collection)) or Rows()
+            rows = dict(current.rows)
+            for key, row in change(current).items():
+                if row is None:
+                    rows.pop(key, None)
+                else:
+                    rows[key] = row
+            new = self._live[(scope, collection)] = Rows(uuid.uuid4().hex, rows)
+            return new
+
+    def forget_live(self, scope: str | None) -> None:
+        with self._lock:
+            for key in [k for k in self._live if scope is None or k[0] == scope]:
+                del self._live[key]
 
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
         with self._lock:

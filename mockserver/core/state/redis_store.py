@@ -35,7 +35,7 @@ from redis.retry import Retry
 
 from ..errors import MockError
 from ..journal import Call, Entry
-from . import COUNTED_KINDS, Book, BookChange, StateError, Store, unavailable
+from . import COUNTED_KINDS, Book, BookChange, Rows, RowsChange, StateError, Store, unavailable
 
 log = logging.getLogger("mockserver.state")
 T = TypeVar("T")
@@ -103,6 +103,12 @@ def _entry(stream_id: bytes, raw: bytes) -> Entry:
     data["request_body"] = data["request_body"].encode("latin-1")
     data["response_body"] = data["response_body"].encode("latin-1")
     return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _rows(raw: dict[bytes, bytes]) -> Rows:
+    if not raw:
+        return Rows()
+    return Rows(raw[b"~v"].decode(), {k.decode()[2:]: json.loads(v) for k, v in raw.items() if k.startswith(b"r:")})
 
 
 def _call_json(call: Call) -> str:
@@ -375,6 +381,51 @@ class RedisStore(Store):
         scoped = [self._k(f"{kind}|{s}") for s in self.sessions() for kind in ("journal", "calls")]
         self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
                                                  *scoped))
+
+    # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON); `live-keys` lists
+    # the hashes so a reset finds them without scanning the keyspace
+    def _live_key(self, scope: str | None, collection: str) -> str:
+        return self._k(f"live|{'~' if scope is None else scope}|{collection}")  # '~' is no session's name
+
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        key = self._live_key(scope, collection)
+        version = self._guarded(lambda: self._redis.hget(key, "~v"))
+        if (version.decode() if version else None) == known:
+            return None
+        return _rows(self._guarded(lambda: self._redis.hgetall(key)))
+
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        key = self._live_key(scope, collection)
+        done: list[Rows] = []
+
+        def transaction(pipe: Any) -> None:
+            current = _rows(pipe.hgetall(key))
+            updates = change(current)
+            rows = dict(current.rows)
+            version = uuid.uuid4().hex
+            pipe.multi()
+            pipe.hset(key, mapping={"~v": version, **{f"r:{k}": json.dumps(row, separators=(",", ":"))
+                                                     for k, row in updates.items() if row is not None}})
+            gone = [k for k, row in updates.items() if row is None]
+            if gone:
+                pipe.hdel(key, *(f"r:{k}" for k in gone))
+            pipe.sadd(self._k("live-keys"), key)
+            for k, row in updates.items():
+                if row is None:
+                    rows.pop(k, None)
+                else:
+                    rows[k] = row
+            done[:] = [Rows(version, rows)]
+
+        self._guarded(lambda: self._redis.transaction(transaction, key))
+        return done[0]
+
+    def forget_live(self, scope: str | None) -> None:
+        start = self._k(f"live|{scope}|")
+        keys = [raw.decode() for raw in self._guarded(lambda: self._redis.smembers(self._k("live-keys")))]
+        keys = [k for k in keys if scope is None or k.startswith(start)]
+        if keys:
+            self._guarded(lambda: self._redis.pipeline().delete(*keys).srem(self._k("live-keys"), *keys).execute())
 
     def touch(self, session: str) -> None:
         self._guarded(lambda: self._redis.zadd(self._k("sessions"), {session: time.time()}))

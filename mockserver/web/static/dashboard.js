@@ -222,6 +222,18 @@
   }
 
   // -- the loop -----------------------------------------------------------------------------------------------
+  // -- collections (stateful mode) ----------------------------------------------------------------------------
+  function showCollections(collections) {
+    $("#collections").hidden = collections.length === 0;
+    $("#collections tbody").replaceChildren(...collections.map((collection) => {
+      const row = document.createElement("tr");
+      row.dataset.collection = collection.name;
+      row.append(element("td", collection.name), element("td", String(collection.count)),
+        element("td", collection.written ? "written" : "as in the fixtures", "muted"));
+      return row;
+    }));
+  }
+
   let running = null;
   let again = false;
 
@@ -234,8 +246,10 @@
       do {
         again = false;
         try {
-          const [, scenarios, coverage] = await Promise.all([pollJournal(), Mock.call("scenarios"), Mock.call("coverage")]);
+          const [, scenarios, coverage, collections] = await Promise.all([
+            pollJournal(), Mock.call("scenarios"), Mock.call("coverage"), Mock.call("collections")]);
           showScenarios(scenarios.scenarios);
+          showCollections(collections.collections);
           showCoverage(coverage);
           document.body.classList.remove("offline");
         } catch (error) {

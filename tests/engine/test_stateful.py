@@ -1,0 +1,430 @@
+"""Stateful mode: operations declared in the fixtures as writes (`create`, `update`, `replace`, `delete`) change
+what the lists, items and `require` rules reading their collection answer, per session, until a reset. Proved on
+a small pets API written for the tests (tests/data/pets), on the memory store and on a real Redis."""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from flask.testing import FlaskClient
+
+from conftest import SHARED, body
+from mockserver import create_app
+from mockserver.core.errors import LoadError
+from mockserver.core.stateful import rank_between
+from mockserver.web.app import MOCK_KEY
+
+PETS = Path(__file__).resolve().parents[1] / "data" / "pets"
+SPEC, FIXTURES = PETS / "openapi.yaml", PETS / "fixtures"
+Client = Callable[..., FlaskClient]
+
+
+@pytest.fixture(params=["memory", "redis"])
+def clients(request: pytest.FixtureRequest) -> Iterator[Client]:
+    """A maker of clients of the pets mock; over Redis, every client made is another app sharing one Redis
+    (as replicas do), over memory one app."""
+    if request.param == "memory":
+        app = create_app(SPEC, FIXTURES)
+        yield lambda **options: (create_app(SPEC, FIXTURES, **options) if options else app).test_client()
+        return
+    url = request.getfixturevalue("redis_url")
+    apps: list[Any] = []
+
+    def make(**options: Any) -> FlaskClient:
+        apps.append(create_app(SPEC, FIXTURES, state=url, **options))
+        return apps[-1].test_client()
+
+    yield make
+    for app in apps:
+        app.extensions[MOCK_KEY].pipeline.store.close()
+
+
+@pytest.fixture()
+def pets() -> FlaskClient:
+    return create_app(SPEC, FIXTURES).test_client()
+
+
+def names(client: FlaskClient, query: str = "", session: str | None = None) -> list[str]:
+    response = client.get("/pets" + query, headers={"X-Mock-Session": session} if session else {})
+    assert response.status_code == 200, response.data
+    return [p["name"] for p in body(response)["data"]]
+
+
+def in_session(session: str | None) -> dict[str, str]:
+    return {"X-Mock-Session": session} if session else {}
+
+
+# -- declared writes ---------------------------------------------------------------------------------------------
+def test_a_created_pet_gets_the_mocks_id_and_timestamp_and_is_listed_and_read(pets):
+    created = pets.post("/pets", json={"id": 99, "name": "Rex", "kind": "dog", "createdAt": "1999-01-01T00:00:00Z"})
+    assert created.status_code == 201
+    rex = body(created)
+    assert rex["id"] == 4 and rex["createdAt"] != "1999-01-01T00:00:00Z"  # readOnly: the mock's own values
+    assert rex["createdAt"].endswith("Z") and rex["createdAt"][:4].isdigit()
+    assert created.headers["Location"] == "/pets/4"
+    assert names(pets) == ["Ada", "Bo", "Cy", "Rex"]
+    assert body(pets.get("/pets/4")) == rex
+    assert body(pets.post("/pets", json={"name": "Sam"}))["id"] == 5  # an integer sequence
+    assert names(pets, "?kind=dog") == ["Bo", "Rex"]  # filters read the written items too
+
+
+def test_write_only_properties_are_kept_but_never_answered(pets):
+    created = pets.post("/pets", json={"name": "Rex", "secret": "s3cret"})
+    assert "secret" not in body(created)
+    assert "secret" not in body(pets.get("/pets/4"))
+    assert all("secret" not in p for p in body(pets.get("/pets"))["data"])
+    patched = pets.patch("/pets/4", json={"name": "Rex II"})  # kept through an update
+    assert "secret" not in body(patched)
+    store = pets.application.extensions[MOCK_KEY].pipeline.store
+    rows = store.live(None, "pets", "").rows
+    assert rows["[4]"]["item"]["secret"] == "s3cret" and rows["[4]"]["item"]["name"] == "Rex II"
+
+
+def test_update_is_a_json_merge_patch(pets):
+    pets.patch("/pets/2", json={"tag": "good"})
+    patched = pets.patch("/pets/2", json={"kind": "cat", "id": 7}, content_type="application/merge-patch+json")
+    assert patched.status_code == 200
+    assert body(patched) == {"id": 2, "name": "Bo", "kind": "cat", "tag": "good", "createdAt": "2024-01-02T00:00:00Z"}
+    removed = body(pets.patch("/pets/2", json={"tag": None}))  # null removes a member
+    assert "tag" not in removed and removed["kind"] == "cat"
+    assert body(pets.get("/pets/2")) == removed and names(pets, "?kind=cat") == ["Ada", "Bo"]
+
+
+def test_replace_swaps_the_item_but_keeps_the_mocks_own_fields(pets):
+    replaced = pets.put("/pets/1", json={"name": "Zed", "tag": "new"})
+    assert replaced.status_code == 200
+    assert body(replaced) == {"id": 1, "name": "Zed", "tag": "new", "createdAt": "2024-01-01T00:00:00Z"}  # no kind
+    assert body(pets.get("/pets/1")) == body(replaced)
+
+
+def test_delete_then_read_update_or_delete_is_the_operations_404_in_the_envelope(pets):
+    deleted = pets.delete("/pets/2")
+    assert deleted.status_code == 204 and deleted.data == b""
+    assert names(pets) == ["Ada", "Cy"]
+    for response in (pets.get("/pets/2"), pets.patch("/pets/2", json={"name": "X"}),
+                     pets.put("/pets/2", json={"name": "X"}), pets.delete("/pets/2")):
+        assert response.status_code == 404
+        assert body(response)["error"]["code"] == "not-found" and body(response)["error"]["details"] == {"id": 2}
+    created = body(pets.post("/pets", json={"name": "New"}))
+    assert pets.delete(f"/pets/{created['id']}").status_code == 204 and names(pets) == ["Ada", "Cy"]
+
+
+def test_a_create_whose_key_exists_is_a_declared_409_else_400(pets):
+    assert pets.post("/owners", json={"login": "bob"}).status_code == 201
+    for login in ("bob", "ana"):  # written, and from the fixtures
+        conflict = pets.post("/owners", json={"login": login, "name": "again"})
+        assert conflict.status_code == 409, conflict.data
+        assert body(conflict)["error"]["details"] == {"login": login}
+    assert pets.post("/badges", json={"code": "silver"}).status_code == 204  # no body declared: none answered
+    assert pets.post("/badges", json={"code": "silver"}).status_code == 400  # addBadge declares no 409
+
+
+def test_require_rules_read_the_written_collection(pets):
+    assert pets.post("/owners/bob/pets", json={"name": "Odd"}).status_code == 404
+    pets.post("/owners", json={"login": "bob"})
+    assert pets.post("/owners/bob/pets", json={"name": "Odd"}).status_code == 201
+    assert "Odd" in names(pets)
+
+
+def test_the_request_body_is_still_validated_and_nothing_is_written(pets):
+    refused = pets.post("/pets", json={"name": ""})
+    assert refused.status_code == 400 and body(refused)["error"]["details"]["violations"][0]["rule"] == "minLength"
+    assert names(pets) == ["Ada", "Bo", "Cy"]
+
+
+# -- cursors across writes ---------------------------------------------------------------------------------------
+def test_a_cursor_taken_before_writes_never_repeats_or_skips_an_item_that_existed(pets):
+    first = body(pets.get("/pets?limit=2"))
+    assert [p["name"] for p in first["data"]] == ["Ada", "Bo"]
+    pets.post("/pets", json={"name": "Aaron"})  # sorts before the cursor: not on a later page
+    pets.post("/pets", json={"name": "Bz"})  # sorts after it: on the next page
+    pets.patch("/pets/2", json={"name": "Zzz"})  # Bo, already served, keeps its place: not served again
+    pets.post("/pets", json={"name": "Dee"})
+    pets.delete("/pets/3")  # Cy, not served yet and gone: not served
+    rest, cursor = [], first["nextCursor"]
+    while cursor:
+        page = body(pets.get("/pets?limit=1&cursor=" + cursor))
+        rest += [p["name"] for p in page["data"]]
+        cursor = page.get("nextCursor")
+    assert rest == ["Bz", "Dee"]
+    assert names(pets) == ["Aaron", "Ada", "Zzz", "Bz", "Dee"]  # a new listing: every item, Bo still in place
+
+
+def test_ranks_always_fit_between_their_neighbours_and_stay_short():
+    rng = random.Random(7)
+    ranks: list[list[int]] = [[0]]
+    for _ in range(3000):
+        at = rng.choice([0, len(ranks), len(ranks) - 1, rng.randrange(len(ranks) + 1)])
+        before = ranks[at - 1] if at else None
+        after = ranks[at] if at < len(ranks) else None
+        new = rank_between(before, after)
+        assert (before is None or before < new) and (after is None or new < after)
+        ranks.insert(at, new)
+    assert max(len(r) for r in ranks) <= 8
+
+
+# -- sessions, reset, bounds, the shared store -------------------------------------------------------------------
+def test_create_list_delete_on_the_store(clients):
+    client = clients()
+    rex = body(client.post("/pets", json={"name": "Rex"}))
+    assert names(client) == ["Ada", "Bo", "Cy", "Rex"]
+    assert body(clients().get(f"/pets/{rex['id']}"))["name"] == "Rex"  # over Redis: another replica sees it
+    assert client.delete(f"/pets/{rex['id']}").status_code == 204
+    assert client.get(f"/pets/{rex['id']}").status_code == 404 and names(client) == ["Ada", "Bo", "Cy"]
+
+
+def test_two_sessions_see_only_their_own_writes(clients):
+    alice, bob = clients(), clients()
+    alice.post("/pets", json={"name": "Rex"}, headers=in_session("alice"))
+    bob.delete("/pets/1", headers=in_session("bob"))
+    bob.post("/pets", json={"name": "Tom"}, headers=in_session("bob"))
+    assert names(alice, session="alice") == ["Ada", "Bo", "Cy", "Rex"]
+    assert names(bob, session="bob") == ["Bo", "Cy", "Tom"]
+    assert names(alice) == ["Ada", "Bo", "Cy"]  # no session: the whole mock's own state, untouched
+    assert body(bob.get("/pets/4", headers=in_session("bob")))["name"] == "Tom"  # each session's own sequence
+    assert body(alice.get("/pets/4", headers=in_session("alice")))["name"] == "Rex"
+
+
+def test_reset_restores_the_fixtures_of_one_session_or_of_all(clients):
+    client = clients()
+    for session in ("alice", "bob", None):
+        client.post("/pets", json={"name": "Rex"}, headers=in_session(session))
+    assert client.post("/__mock/reset?session=alice").status_code == 200
+    assert names(client, session="alice") == ["Ada", "Bo", "Cy"]
+    assert names(client, session="bob") == names(client) == ["Ada", "Bo", "Cy", "Rex"]
+    assert client.post("/__mock/reset").status_code == 200
+    assert names(client, session="bob") == names(client) == ["Ada", "Bo", "Cy"]
+    assert body(client.post("/pets", json={"name": "Again"}))["id"] == 4
+
+
+def test_a_collection_holds_at_most_max_items_per_session(clients):
+    client = clients(max_items=4)
+    assert client.post("/pets", json={"name": "Rex"}).status_code == 201
+    full = client.post("/pets", json={"name": "One too many"})
+    assert full.status_code == 507
+    assert body(full)["error"]["code"] == "mock-state-full"
+    assert body(full)["error"]["details"] == {"collection": "pets", "limit": 4}
+    assert client.post("/pets", json={"name": "Rex"}, headers=in_session("other")).status_code == 201
+    client.delete("/pets/1")
+    assert client.post("/pets", json={"name": "Fits again"}).status_code == 201
+
+
+def test_concurrent_creates_each_get_their_own_id(clients):
+    client = clients()
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda n: body(client.post("/pets", json={"name": f"P{n}"}))["id"], range(24)))
+    assert sorted(ids) == list(range(4, 28))
+    assert len(names(client)) == 27
+
+
+# -- validated both ways, and checked at start-up ---------------------------------------------------------------
+def variant(tmp_path: Path, change_spec: Callable[[dict[str, Any]], None] | None = None,
+            change_fixtures: Callable[[dict[str, Any]], None] | None = None) -> tuple[Path, Path]:
+    spec, fixtures = yaml.safe_load(SPEC.read_text()), yaml.safe_load((FIXTURES / "pets.yaml").read_text())
+    if change_spec:
+        change_spec(spec)
+    if change_fixtures:
+        change_fixtures(fixtures)
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "openapi.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "fixtures" / "pets.yaml").write_text(yaml.safe_dump(fixtures, sort_keys=False))
+    return tmp_path / "openapi.yaml", tmp_path / "fixtures"
+
+
+def test_an_item_that_breaks_what_reads_answer_is_the_mocks_500_and_is_not_stored(tmp_path):
+    def reads_need_a_tag(spec: dict[str, Any]) -> None:
+        spec["components"]["schemas"]["Pet"]["required"].append("tag")
+        spec["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"] = {
+            "allOf": [{"$ref": "#/components/schemas/Pet"}, {"required": ["kind"]}]}
+
+    def tagged(fixtures: dict[str, Any]) -> None:
+        for item in fixtures["collections"]["pets"]["items"]:
+            item["tag"] = "t"
+
+    client = create_app(*variant(tmp_path, reads_need_a_tag, tagged)).test_client()
+    broken = client.post("/pets", json={"name": "Rex", "tag": "t"})  # getPet also needs a kind
+    assert broken.status_code == 500
+    error = body(broken)["error"]
+    assert error["code"] == "mock-contract-violation" and "getPet" in error["message"]
+    assert error["details"]["rule"] == "required" and error["details"]["operation"] == "getPet"
+    assert names(client) == ["Ada", "Bo", "Cy"]
+    assert client.post("/pets", json={"name": "Rex", "tag": "t", "kind": "dog"}).status_code == 201
+
+
+@pytest.mark.parametrize("declaration, pointer, words", [
+    ({"create": {"in": "pets"}}, "/operations/addPet/create", "not in the fixture format"),
+    ({"create": {"into": "nope"}}, "/operations/addPet/create/into", "no collection 'nope'"),
+    ({"create": {"into": "pets"}, "respond": [{"status": 201}]}, "/operations/addPet", "not in the fixture format"),
+    ({"update": {"in": "pets"}}, "/operations/addPet/update", "not in the fixture format"),
+    ({"create": {"into": "pets", "key": "name"}}, "/operations/addPet/create/key", "has the key ['id']"),
+])
+def test_a_malformed_write_is_a_start_up_problem_with_file_line_and_pointer(tmp_path, declaration, pointer, words):
+    spec, fixtures = variant(tmp_path, change_fixtures=lambda f: f["operations"].update(addPet=declaration))
+    with pytest.raises(LoadError) as caught:
+        create_app(spec, fixtures)
+    problem = next(p for p in caught.value.problems if words in p.message)
+    assert problem.file.endswith("pets.yaml") and problem.pointer == pointer and problem.line > 1
+
+
+def test_a_write_on_a_collection_without_key_or_an_operation_without_body_is_refused(tmp_path):
+    def no_key(fixtures: dict[str, Any]) -> None:
+        del fixtures["collections"]["pets"]["key"]
+        fixtures["operations"]["getPet"] = {"respond": [{"status": 200, "body": {
+            "id": 1, "name": "A", "createdAt": "2024-01-01T00:00:00Z"}}]}
+        fixtures["operations"]["deletePet"] = {"update": {"in": "owners", "where": [{"field": "login",
+                                                                                      "equals": "ana"}]}}
+
+    with pytest.raises(LoadError) as caught:
+        create_app(*variant(tmp_path, change_fixtures=no_key))
+    messages = [p.message for p in caught.value.problems]
+    assert any("create needs items with a key" in m for m in messages)
+    assert any("deletePet takes no request body to update" in m for m in messages)
+
+
+def test_collections_nobody_writes_are_served_as_before(tmp_path):
+    client = create_app(*variant(tmp_path, change_fixtures=lambda f: [f["operations"].pop(k) for k in (
+        "addPet", "updatePet", "replacePet", "deletePet", "addOwnedPet")])).test_client()
+    pipeline = client.application.extensions[MOCK_KEY].pipeline
+    assert "pets" not in pipeline.answers.live and names(client) == ["Ada", "Bo", "Cy"]
+    assert client.delete("/pets/1").status_code == 204 and names(client) == ["Ada", "Bo", "Cy"]
+
+
+# -- inferred from the REST shape ---------------------------------------------------------------------------------
+PETSTORE = SHARED / "corpus" / "oai-petstore-expanded.yaml"
+
+
+@pytest.fixture()
+def petstore() -> Path:
+    if not PETSTORE.is_file():
+        pytest.skip(f"{PETSTORE} is absent: the shared corpus is not checked out beside this one")
+    return PETSTORE
+
+
+def test_inferred_mode_makes_the_petstore_remember(petstore):
+    client = create_app(petstore, stateful=True).test_client()
+    assert body(client.get("/v2/pets")) == []  # a bare array, as the description answers
+    rex = body(client.post("/v2/pets", json={"name": "Rex", "tag": "dog"}))
+    assert rex == {"id": 1, "name": "Rex", "tag": "dog"}
+    assert body(client.get("/v2/pets")) == [rex] and body(client.get("/v2/pets/1")) == rex
+    assert client.delete("/v2/pets/1").status_code == 204
+    gone = client.get("/v2/pets/1")
+    assert gone.status_code == 404 and body(gone) == {"code": 404, "message": "no such pet"}  # the API's own Error
+    assert body(client.get("/v2/pets")) == []
+    assert body(create_app(petstore).test_client().get("/v2/pets")) != []  # not stateful: generated, as before
+
+
+def test_validate_prints_what_it_inferred_per_operation(petstore):
+    done = subprocess.run([sys.executable, "-m", "mockserver", "validate", "--spec", str(petstore), "--stateful"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:4] == [
+        "stateful: findPets lists pets", "stateful: addPet creates into pets (key id)",
+        "stateful: find pet by id reads one of pets by id", "stateful: deletePet deletes one of pets by id"]
+
+
+def test_stateful_in_the_settings_infers_what_the_fixtures_leave_out_seeded_from_examples(tmp_path):
+    def example(spec: dict[str, Any]) -> None:
+        spec["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"]["application/json"]["example"] = {
+            "id": 7, "name": "Example", "createdAt": "2024-05-01T00:00:00Z"}
+
+    def only_owners(fixtures: dict[str, Any]) -> None:
+        fixtures["settings"]["stateful"] = True
+        del fixtures["collections"]["pets"]
+        for name in ("listPets", "getPet", "addPet", "updatePet", "replacePet", "deletePet", "addOwnedPet"):
+            del fixtures["operations"][name]
+
+    client = create_app(*variant(tmp_path, example, only_owners)).test_client()
+    assert names(client) == ["Example"]
+    assert body(client.post("/pets", json={"name": "Rex"}))["id"] == 8
+    assert body(client.patch("/pets/8", json={"tag": "t"}))["tag"] == "t"
+    assert names(client) == ["Example", "Rex"]
+    assert client.post("/owners", json={"login": "ana"}).status_code == 409  # declared ones stay as declared
+
+
+# -- the contract's stateful phase --------------------------------------------------------------------------------
+def stateful_phase(petstore: Path, url: str | None = None) -> Any:
+    from mockserver.contract.runner import Options, run
+
+    return run(Options(petstore, None, url=url, phases=["stateful"], max_examples=10, seed=1, force=False,
+                       stateful=url is None))
+
+
+def test_the_contracts_stateful_phase_passes_against_the_stateful_mock(petstore):
+    result = stateful_phase(petstore)
+    assert result.passed, (result.errors, result.gaps, {k: v.findings for k, v in result.operations.items()})
+    assert result.operations["GET /pets/{id}"].statuses[200] > 0  # reads of what the sequences created
+    assert result.operations["DELETE /pets/{id}"].statuses[204] > 0
+
+
+def test_the_contracts_stateful_phase_follows_the_described_links():
+    links = SHARED / "corpus" / "oai-link-example.yaml"
+    if not links.is_file():
+        pytest.skip(f"{links} is absent: the shared corpus is not checked out beside this one")
+    result = stateful_phase(links)
+    assert result.passed, (result.errors, result.gaps, {k: v.findings for k, v in result.operations.items()})
+    assert result.operations["GET /2.0/repositories/{username}/{slug}/pullrequests/{pid}"].statuses[200] > 0
+
+
+def test_the_contracts_stateful_phase_catches_a_server_that_forgets_what_it_created(petstore):
+    from stand_ins import Served
+
+    writes, reads = create_app(petstore, stateful=True), create_app(petstore, stateful=True)
+
+    def forgetful(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        """Remembers every write, but reads an item from a mock that never saw one."""
+        item_read = environ["REQUEST_METHOD"] == "GET" and environ["PATH_INFO"].startswith("/v2/pets/")
+        return (reads if item_read else writes)(environ, start_response)
+
+    server = Served(forgetful)
+    try:
+        result = stateful_phase(petstore, server.url + "/v2")
+    finally:
+        server.stop()
+    assert not result.passed
+    found = {check for op in result.operations.values() for check, _ in op.findings}
+    assert "ensure_resource_availability" in found
+
+
+def test_the_control_api_shows_each_sessions_written_collections(pets):
+    pets.post("/pets", json={"name": "Rex", "secret": "s"}, headers=in_session("alice"))
+    mine = {c["name"]: c for c in body(pets.get("/__mock/collections?session=alice"))["collections"]}
+    assert sorted(mine) == ["badges", "owners", "pets"]
+    assert mine["pets"]["count"] == 4 and mine["pets"]["written"] is True
+    assert mine["pets"]["items"][-1]["name"] == "Rex" and "secret" not in mine["pets"]["items"][-1]
+    everyone = {c["name"]: c for c in body(pets.get("/__mock/collections"))["collections"]}
+    assert everyone["pets"]["count"] == 3 and everyone["pets"]["written"] is False
+    pets.post("/__mock/reset", headers=in_session("alice"))
+    assert body(pets.get("/__mock/collections?session=alice"))["collections"][2]["count"] == 3
+
+
+def test_the_dashboard_shows_the_written_collections_and_its_reset_undoes_the_writes():
+    dashboard = pytest.importorskip("test_dashboard")  # skips without playwright
+    if not dashboard.CHROMIUM.exists():
+        pytest.skip(f"no browser: {dashboard.CHROMIUM} is missing")
+    from mockserver.testing import MockServer
+
+    with MockServer(SPEC, FIXTURES) as server, dashboard.sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(dashboard.CHROMIUM), args=dashboard.ARGS)
+        try:
+            page, outside = dashboard.open_page(browser, server.url)
+            page.goto(server.url + "/__mock/")
+            row = page.locator('#collections tr[data-collection="pets"]')
+            dashboard.expect(row).to_contain_text("3")
+            urllib.request.urlopen(urllib.request.Request(
+                server.url + "/pets", data=b'{"name": "Rex"}', headers={"Content-Type": "application/json"}),
+                timeout=10).close()
+            dashboard.expect(row).to_contain_text("4")
+            dashboard.expect(row).to_contain_text("written")
+            page.locator("#reset").click()
+            dashboard.expect(row).to_contain_text("3")
+            assert outside == []
+        finally:
+            browser.close()

@@ -339,3 +339,16 @@ def test_a_limit_inside_an_object_parameter_sizes_the_list(write):
     spec = COHERENT.replace("{name: limit, in: query, schema: {type: integer, default: 50}}", page)
     client = create_app(write("spec.yaml", spec)).test_client()
     assert len(body(client.get("/dags?limit=4"))["dags"]) == 4
+
+
+def test_a_list_sent_in_the_body_is_echoed_and_its_items_too(write):
+    """The body's list takes the answer's place before query values go into its items (a shorter list sent)."""
+    spec = COHERENT.replace("  /pools:\n    post:", "  /dags/clear:\n    post:\n      parameters: [{name: owner, in: "
+                            "query, schema: {type: string}}]\n      requestBody: {content: {application/json: {schema: "
+                            "{type: object, properties: {dags: {type: array, items: {$ref: "
+                            "'#/components/schemas/Dag'}}}}}}}\n      responses:\n        '200': {description: ok, "
+                            "content: {application/json: {schema: {type: object, properties: {dags: {type: array, "
+                            "items: {$ref: '#/components/schemas/Dag'}}}}}}}\n  /pools:\n    post:")
+    client = create_app(write("spec.yaml", spec)).test_client()
+    cleared = client.post("/dags/clear?owner=ann&limit=3", json={"dags": [{"dag_id": "a"}]})
+    assert body(cleared) == {"dags": [{"dag_id": "a"}]}

@@ -352,3 +352,23 @@ def test_a_list_sent_in_the_body_is_echoed_and_its_items_too(write):
     client = create_app(write("spec.yaml", spec)).test_client()
     cleared = client.post("/dags/clear?owner=ann&limit=3", json={"dags": [{"dag_id": "a"}]})
     assert body(cleared) == {"dags": [{"dag_id": "a"}]}
+
+
+def test_a_list_in_a_file_of_its_own_is_sized_and_its_relative_refs_resolve(write):
+    """DigitalOcean keeps each schema in its own file, with refs relative to it: the items made for `limit` are
+    found from the file's root (a URI without a fragment), not from a path made up below it."""
+    write("models/list.yml", "type: object\nproperties:\n  things: {type: array, items: {$ref: 'thing.yml'}}\n")
+    write("models/thing.yml", "type: object\nrequired: [name]\n"
+                              "properties: {name: {type: string}, twin: {$ref: 'thing.yml'}}\n")
+    client = create_app(write("spec.yaml", """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /things:
+    get:
+      parameters: [{name: per_page, in: query, schema: {type: integer}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: 'models/list.yml'}}}}
+""")).test_client()
+    answer = client.get("/things?per_page=3")
+    assert answer.status_code == 200 and len(body(answer)["things"]) == 3

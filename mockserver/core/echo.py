@@ -48,20 +48,11 @@ class Echo:
             if resource and "id" in payload and resource[0] != "id" and _norm(resource[0]).endswith("id") and \
                     not any(_norm(key) == _norm(resource[0]) for key in payload) and resource[0] in request.path:
                 changes.append((["id"], request.path[resource[0]]))
-        for path, items in _lists(payload):
-            for index, item in enumerate(items):
-                if isinstance(item, dict):
-                    changes += _matches(item, asked, [*path, index])
-        if not changes:
-            return payload
-        echoed = _applied(payload, changes)
-        if fits(echoed):
-            return echoed
-        for change in changes:  # one at a time, keeping those that fit
-            candidate = _applied(payload, [change])
-            if fits(candidate):
-                payload = candidate
-        return payload
+        payload = _kept(payload, changes, fits)
+        # then the items of its list, as it stands now (a list sent in the body may have taken its place)
+        items = [change for path, values in _lists(payload) for index, item in enumerate(values)
+                 if isinstance(item, dict) for change in _matches(item, asked, [*path, index])]
+        return _kept(payload, items, fits)
 
     def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], request: ValidRequest,
                make_item: MakeItem) -> Any:
@@ -104,6 +95,20 @@ def _lists(payload: Any) -> list[tuple[list[Any], list[Any]]]:
     if isinstance(payload, dict):
         return [([key], value) for key, value in payload.items() if isinstance(value, list)][:1]
     return []
+
+
+def _kept(payload: Any, changes: list[tuple[list[Any], Any]], fits: Callable[[Any], bool]) -> Any:
+    """The payload with every change, if it fits so; else with those that fit, one at a time."""
+    if not changes:
+        return payload
+    echoed = _applied(payload, changes)
+    if fits(echoed):
+        return echoed
+    for change in changes:
+        candidate = _applied(payload, [change])
+        if fits(candidate):
+            payload = candidate
+    return payload
 
 
 def _applied(value: Any, changes: list[tuple[list[Any], Any]]) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 from .documents import pointer_join
 from .errors import MockError
 from .http import MockRequest, is_json, parse_query
+from .schema_walk import below
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
 
@@ -354,7 +355,7 @@ def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> dict[str,
         if not isinstance(node, dict):
             continue
         for name, prop in (node.get("properties") or {}).items():
-            prop_uri = f"{uri}/properties/{name}"
+            prop_uri = below(uri, "properties", name)
             prop_kinds = schema_types(prop, prop_uri, resolve)
             items = schema_types(*items_schema(prop, prop_uri, resolve), resolve) if "array" in prop_kinds else set()
             kinds[name] = (prop_kinds, items)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .documents import pointer_join
 from .schemas import Resolve
 
 _MAX_DEPTH = 32  # of `$ref`s followed for one part of a value (a loop of refs stops there)
@@ -30,7 +31,7 @@ class SchemaWalk:
         found = [(node, uri)]
         for key in ("allOf", "oneOf", "anyOf"):
             for index, sub in enumerate(node.get(key) or []):
-                found += self.parts(sub, f"{uri}/{key}/{index}", depth + 1)
+                found += self.parts(sub, below(uri, key, index), depth + 1)
         return found
 
     def property(self, node: Any, uri: str, name: str) -> tuple[Any, str]:
@@ -38,14 +39,14 @@ class SchemaWalk:
         for part, part_uri in self.parts(node, uri):
             props = part.get("properties")
             if isinstance(props, dict) and name in props:
-                return self.deref(props[name], f"{part_uri}/properties/{name}")
+                return self.deref(props[name], below(part_uri, "properties", name))
         return None, uri
 
     def items(self, node: Any, uri: str) -> tuple[Any, str]:
         """The schema of an array's items (None when no part declares one)."""
         for part, part_uri in self.parts(node, uri):
             if isinstance(part.get("items"), dict):
-                return self.deref(part["items"], f"{part_uri}/items")
+                return self.deref(part["items"], below(part_uri, "items"))
         return None, uri
 
     def bounds(self, node: Any, uri: str) -> tuple[int, int | None]:
@@ -57,3 +58,10 @@ class SchemaWalk:
             if isinstance(part.get("maxItems"), int):
                 high = part["maxItems"] if high is None else min(high, part["maxItems"])
         return low, high
+
+
+def below(uri: str, *tokens: object) -> str:
+    """The URI of a node inside the one at `uri` (a document's root has no fragment yet: `file:///a.yml`), so
+    relative `$ref`s inside it still resolve against its file."""
+    base, _, fragment = uri.partition("#")
+    return base + "#" + pointer_join(fragment, *tokens)

@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urljoin, urlparse
 
 from jsonschema import Draft202012Validator
 
-from .documents import Document, DocumentSet, RefError, pointer_join
+from .documents import Document, DocumentSet, RefError, pointer_join, unescape_token
 from .errors import LoadError, Problem
 from .http import is_json
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
@@ -146,8 +146,9 @@ class SpecIndex:
         self._load_all_refs()
         if self.problems:  # indexing follows refs: it cannot go on with broken ones
             raise LoadError(self.problems)
+        self._repair_schemas()
         self.schemas = SchemaCompiler(self.docs)
-        self.title = str((root.get("info") or {}).get("title", path.name))
+        self.title = str(self._mapping(root.get("info"), self._uri("info"), "`info`").get("title", path.name))
         self.base_path = _base_path(root.get("servers"))
         self.security_schemes: dict[str, dict[str, Any]] = {}
         components = self._mapping(root.get("components"), self._uri("components"), "`components`")
@@ -198,6 +199,75 @@ class SpecIndex:
                     continue
                 if pointer.endswith("/properties") and _is_property_map(target):
                     self._properties_by_ref(doc, pointer, ref, target, target_uri)
+
+    def _repair_schemas(self) -> None:
+        """Every schema of every document (reached from a `schema` or `components/schemas`, then through its
+        subschemas and `$ref`s), checked for keywords of the wrong shape (`properties: x`, `type: strin`,
+        `items: [..]` in 3.1): each such keyword is left out with a warning naming its place, so the schema
+        constrains less but neither validation nor generation fails on it. Places are kept as (parent, key)
+        links and spelled out only for a warning: this walks the whole description once."""
+        seen: set[int] = set()
+        targets: dict[tuple[str, str], tuple[Any, _Place]] = {}
+        stack: list[tuple[Any, _Place, bool]] = [(doc.data, (doc.uri, None), False)
+                                                 for doc in self.docs.documents.values()]
+        while stack:
+            node, place, is_schema = stack.pop()
+            if not is_schema:
+                children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+                for key, sub in children:
+                    if key in ("example", "examples", "default") or str(key).startswith("x-"):
+                        continue
+                    if key == "schema":
+                        stack.append((sub, (place, key), True))
+                    elif key == "schemas" and isinstance(sub, dict):
+                        stack.extend((v, ((place, key), k), True) for k, v in sub.items())
+                    elif isinstance(sub, (dict, list)):
+                        stack.append((sub, (place, key), False))
+                continue
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if not _CHECKED.isdisjoint(node.keys()):
+                self._repair_schema(node, place)
+            stack.extend((node[key], (place, key), True) for key in _ONE_SCHEMA if key in node)
+            for key in _SCHEMA_MAPS:
+                stack.extend((v, ((place, key), k), True) for k, v in (node.get(key) or {}).items())
+            for key in _SCHEMA_LISTS:
+                stack.extend((v, ((place, key), i), True) for i, v in enumerate(node.get(key) or []))
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                doc_uri = _place_doc(place)
+                found = targets.get((doc_uri, ref))
+                if found is None:
+                    try:
+                        target, target_uri = self.docs.resolve(ref, _place_uri(place))
+                    except RefError:
+                        continue  # said by _load_all_refs, or outside OpenAPI
+                    base, _, fragment = target_uri.partition("#")
+                    found = targets[(doc_uri, ref)] = (target, (base, None) if not fragment else
+                                                       _fragment_place(base, fragment))
+                stack.append((found[0], found[1], True))
+
+    def _repair_schema(self, node: dict[str, Any], place: _Place) -> None:
+        def drop(holder: dict[str, Any], key: str, expected: str, *tokens: Any) -> None:
+            self._warn(pointer_uri(_place_uri(place), *tokens, key), f"`{key}` must be {expected}, not "
+                       f"{_shown(holder[key])}; it is left out", "ignored")
+            del holder[key]
+        for key in _SCHEMA_MAPS:
+            if key in node and not isinstance(node[key], dict):
+                drop(node, key, "a mapping of schemas")
+            for name in [n for n, v in (node.get(key) or {}).items() if not isinstance(v, (dict, bool))]:
+                drop(node[key], name, "a schema", key)
+        for key in _ONE_SCHEMA:
+            if key in node and not isinstance(node[key], (dict, bool)):
+                drop(node, key, "a schema (a mapping or a boolean)")
+        for key in _SCHEMA_LISTS:
+            value = node.get(key, [])
+            if not (isinstance(value, list) and all(isinstance(v, (dict, bool)) for v in value)):
+                drop(node, key, "a list of schemas")
+        for key, fits, expected in _SHAPES:
+            if key in node and not fits(node[key]):
+                drop(node, key, expected)
 
     def _properties_by_ref(self, doc: Document, pointer: str, ref: str, target: dict[str, Any],
                            target_uri: str) -> None:
@@ -402,6 +472,65 @@ class SpecIndex:
                         self._media_types(node.get("content"), pointer_uri(uri, "content"), response=True), uri)
 
 
+# where a node stands: (document URI, None) for a document's root, else (its parent's place, its key)
+_Place = tuple[Any, Any]
+
+
+def _place_doc(place: _Place) -> str:
+    while place[1] is not None:
+        place = place[0]
+    return str(place[0])
+
+
+def _place_uri(place: _Place) -> str:
+    tokens = []
+    while place[1] is not None:
+        place, token = place
+        tokens.append(token)
+    return pointer_uri(str(place[0]) + "#", *reversed(tokens))
+
+
+def _fragment_place(base: str, fragment: str) -> _Place:
+    place: _Place = (base, None)
+    for token in fragment.lstrip("/").split("/"):
+        place = (place, unescape_token(token))
+    return place
+
+
+_JSON_TYPES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+_ONE_SCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+               "unevaluatedItems", "unevaluatedProperties", "contentSchema", "additionalItems")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# keywords whose value must have a shape, else jsonschema (or the generator) fails on the first value it checks
+_SHAPES: tuple[tuple[str, Any, str], ...] = (
+    ("type", lambda v: (v in _JSON_TYPES) if isinstance(v, str) else isinstance(v, list) and bool(v)
+     and all(isinstance(t, str) and t in _JSON_TYPES for t in v), f"one of {', '.join(sorted(_JSON_TYPES))}"),
+    ("enum", lambda v: isinstance(v, list), "a list"),
+    ("required", lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v), "a list of names"),
+    ("pattern", lambda v: isinstance(v, str), "a regular expression"),
+    ("multipleOf", lambda v: _number(v) and v > 0, "a positive number"),
+    *((key, _number, "a number") for key in ("minimum", "maximum")),
+    *((key, lambda v: _number(v) or isinstance(v, bool), "a number") for key in ("exclusiveMinimum",
+                                                                                 "exclusiveMaximum")),
+    *((key, _count, "a count (an integer, 0 or more)") for key in (
+        "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")),
+)
+
+
+_CHECKED = frozenset(_SCHEMA_MAPS + _ONE_SCHEMA + _SCHEMA_LISTS + tuple(key for key, _, _ in _SHAPES))
+
+
 def range_status(key: str) -> int:
     """The concrete status a range key is served as: `4XX` as 400, `5XX` as 500."""
     return int(key[0]) * 100
@@ -472,7 +601,8 @@ def _base_path(servers: Any) -> str:
     if not isinstance(servers, list) or not servers or not isinstance(servers[0], dict):
         return ""
     url = str(servers[0].get("url", ""))
-    for name, var in (servers[0].get("variables") or {}).items():
-        url = url.replace("{" + name + "}", str((var or {}).get("default", "")))
+    variables = servers[0].get("variables")
+    for name, var in (variables.items() if isinstance(variables, dict) else ()):
+        url = url.replace("{" + name + "}", str(var.get("default", "") if isinstance(var, dict) else ""))
     path = urlparse(urljoin("http://host/", url)).path
     return path.rstrip("/")

@@ -371,3 +371,34 @@ def test_one_answer_to_is_this_json(media_type, expected):
     from mockserver.core.http import is_json
 
     assert is_json(media_type) is expected
+def test_a_list_sent_in_the_body_is_echoed_and_its_items_too(write):
+    """The body's list takes the answer's place before query values go into its items (a shorter list sent)."""
+    spec = COHERENT.replace("  /pools:\n    post:", "  /dags/clear:\n    post:\n      parameters: [{name: owner, in: "
+                            "query, schema: {type: string}}]\n      requestBody: {content: {application/json: {schema: "
+                            "{type: object, properties: {dags: {type: array, items: {$ref: "
+                            "'#/components/schemas/Dag'}}}}}}}\n      responses:\n        '200': {description: ok, "
+                            "content: {application/json: {schema: {type: object, properties: {dags: {type: array, "
+                            "items: {$ref: '#/components/schemas/Dag'}}}}}}}\n  /pools:\n    post:")
+    client = create_app(write("spec.yaml", spec)).test_client()
+    cleared = client.post("/dags/clear?owner=ann&limit=3", json={"dags": [{"dag_id": "a"}]})
+    assert body(cleared) == {"dags": [{"dag_id": "a"}]}
+
+
+def test_a_list_in_a_file_of_its_own_is_sized_and_its_relative_refs_resolve(write):
+    """DigitalOcean keeps each schema in its own file, with refs relative to it: the items made for `limit` are
+    found from the file's root (a URI without a fragment), not from a path made up below it."""
+    write("models/list.yml", "type: object\nproperties:\n  things: {type: array, items: {$ref: 'thing.yml'}}\n")
+    write("models/thing.yml", "type: object\nrequired: [name]\n"
+                              "properties: {name: {type: string}, twin: {$ref: 'thing.yml'}}\n")
+    client = create_app(write("spec.yaml", """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /things:
+    get:
+      parameters: [{name: per_page, in: query, schema: {type: integer}}]
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: 'models/list.yml'}}}}
+""")).test_client()
+    answer = client.get("/things?per_page=3")
+    assert answer.status_code == 200 and len(body(answer)["things"]) == 3

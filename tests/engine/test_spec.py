@@ -178,3 +178,47 @@ def test_a_slightly_malformed_description_is_served_with_warnings(write):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "spec.yaml:11: /paths/~1a/get/responses/200/content/description" in result.stderr
+
+
+BAD_SCHEMAS = """\
+openapi: 3.1.0
+info: just a title
+servers: [{url: /, variables: none}]
+paths:
+  /a:
+    get:
+      parameters: [{name: q, in: query, schema: {type: integr}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Thing'}
+components:
+  schemas:
+    Thing:
+      type: object
+      required: n
+      properties:
+        n: {type: integer, minimum: one}
+        tags: {type: array, items: string}
+        kind: {enum: cat}
+        odd: three
+"""
+
+
+def test_schema_keywords_of_the_wrong_shape_are_left_out_with_warnings(write):
+    """`type: integr`, `items: string`, `enum: cat`, `required: n`: jsonschema fails on the first value it checks
+    against them, so every call was a 500; each is left out with a warning, as are `info` and server variables
+    that are no mappings."""
+    app = create_app(write("spec.yaml", BAD_SCHEMAS))
+    client = app.test_client()
+    for query in ("", "?q=1", "?q=x"):
+        answer = client.get("/a" + query)
+        assert answer.status_code == 200 and isinstance(body(answer), dict)
+    warnings = {w.pointer: w.line for w in app.extensions["mockserver"].pipeline.warnings if w.rule == "ignored"}
+    base = "/components/schemas/Thing"
+    assert warnings == {
+        "/info": 2, "/paths/~1a/get/parameters/0/schema/type": 7, f"{base}/required": 18,
+        f"{base}/properties/n/minimum": 20, f"{base}/properties/tags/items": 21, f"{base}/properties/kind/enum": 22,
+        f"{base}/properties/odd": 23}

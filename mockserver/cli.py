@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                           help="give up on an answer after this long (it is reported as a failure)")
     contract.add_argument("--data", type=Path, metavar="FILE",
                           help="YAML of request values that exist on the target: per parameter name and per "
-                               "operation (see README)")
+                               "operation (see docs/CONTRACT.md)")
     contract.add_argument("--no-discover", action="store_true",
                           help="against a --url, do not read ids from its list operations before the run")
     contract.add_argument("--no-force", action="store_true",

@@ -18,7 +18,7 @@ from ..core.recorder import Recording
 
 log = logging.getLogger("mockserver.record")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_HEADER = ("# Written by `mockserver record` (README: \"Learning from a real deployment\"). A new recording into this\n"
+_HEADER = ("# Written by `mockserver record` (docs/RECORDING.md). A new recording into this\n"
            "# folder merges with it; keep settings of your own (auth tokens) in a file of your own beside it.\n")
 _REJECTED = "# Not saved as a fixture: it breaks the description (violations below). For a person to judge.\n"
 _SHARED = ("settings.yaml", "operations.yaml", "scenarios.yaml")

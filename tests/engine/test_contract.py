@@ -33,6 +33,8 @@ from mockserver.testing import MockServer
 from mockserver.web.app import pipeline_of
 from stand_ins import Served, ids_elsewhere
 
+pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
+
 DATA = ROOT / "tests" / "data"
 NOTES = DATA / "contract"
 VAULT = DATA / "credentials"  # basic auth, an API key in the query and a bearer token, one per operation

@@ -11,6 +11,8 @@ from conftest import KINDGI_FIXTURES, KINDGI_SPEC
 from mockserver.contract import load_contract
 from mockserver.testing import MockServer
 
+pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
+
 # parametrize() takes the schema's settings as they are when it decorates: the mock must be up by then
 mock = MockServer(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True).start()
 schema = load_contract(KINDGI_SPEC, KINDGI_FIXTURES, default_token=True,

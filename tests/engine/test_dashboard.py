@@ -22,6 +22,8 @@ from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
 from mockserver import create_app
 from mockserver.testing import MockServer
 
+pytestmark = pytest.mark.browser  # a real Chromium
+
 CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
 expect = sync_api.expect

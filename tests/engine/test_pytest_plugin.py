@@ -10,6 +10,8 @@ from mockserver.testing import ControlError, MockServer
 
 pytest_plugins = ["pytester"]
 
+pytestmark = pytest.mark.slow  # pytest runs in subprocesses: `-m 'not slow'` skips them
+
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     try:

@@ -18,6 +18,8 @@ import pytest
 
 from conftest import DEMO, ROOT, RedisServer, free_port, serving
 
+pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
+
 TEST_SETS = "/v1/test-sets?limit=2"
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import DEMO, SAMPLE_PROJECT, serving
 
+pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
+
 
 @pytest.fixture(scope="module")
 def two_workers():

@@ -129,7 +129,8 @@ class RedisStore(Store):
         self._size, self._ttl = journal_size, session_ttl
         try:
             # one quick retry, not redis-py's default backoff: a request waits for Redis only as long as it must
-            self._redis = redis.Redis.from_url(clean, socket_timeout=5, socket_connect_timeout=2,
+            # Any: redis-py types every reply as the union of its sync and async forms, which no call here narrows
+            self._redis: Any = redis.Redis.from_url(clean, socket_timeout=5, socket_connect_timeout=2,
                                                retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1))
             self._redis.ping()
             self._hit = self._redis.register_script(_HIT)

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mockserver.cli import THREADS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +96,7 @@ class Row:
     vs_flask: float | None = None
     vs_prism_warn: float | None = None
     note: str = ""
+    script: str | None = None  # a wrk Lua script (requests other than one GET), written to a file for wrk
 
 
 @dataclass
@@ -303,7 +306,12 @@ def wrk(port: int, row: Row, seconds: int) -> str:
     command = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency"]
     for name, value in row.headers.items():
         command += ["-H", f"{name}: {value}"]
-    return run(command + [f"http://{HOST}:{port}{row.path}"], seconds + 60).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        if row.script:
+            script.write(row.script)
+            script.flush()
+            command += ["-s", script.name]
+        return run(command + [f"http://{HOST}:{port}{row.path}"], seconds + 60).stdout
 
 
 def measure(server: Server, row: Row) -> Row:
@@ -454,6 +462,29 @@ class Bench:
             redis.terminate()
             redis.wait(timeout=10)
 
+    def load_stateful(self) -> None:
+        """Issue 20's rows, on the small pets description of the tests (one process, the memory store): its list of
+        203 pets served from fixtures that declare no writes, the same list made by 200 creates (a written
+        collection), and creates and reads in turn."""
+        pets = ROOT / "tests" / "data" / "pets"
+        stateless = self.workdir / "pets-stateless"
+        stateless.mkdir()
+        document = yaml.safe_load((pets / "fixtures" / "pets.yaml").read_text())
+        document["operations"] = {op: config for op, config in document["operations"].items()
+                                  if not {"create", "update", "replace", "delete"} & config.keys()}
+        document["collections"]["pets"]["items"] += [  # as many as the stateful server holds after its creates
+            {"id": 4 + n, "name": f"pet-{n:03d}", "kind": "dog", "createdAt": "2026-01-01T00:00:00Z"}
+            for n in range(200)]
+        (stateless / "pets.yaml").write_text(yaml.safe_dump(document))
+        spec = ["--spec", str(pets / "openapi.yaml"), "--log-level", "warning"]
+        self.load("pets, stateless", default_command(*spec, "--fixtures", str(stateless)),
+                  [Row("pets list (203 in fixtures, no writes)", "pets-stateless", "/pets", {}, 200)])
+        self.load("pets, stateful", default_command(*spec, "--fixtures", str(pets / "fixtures")), [
+            Row("pets list (3 in fixtures + 200 created)", "pets-stateful", "/pets", {}, 200),
+            Row("pets create then list, in turn", "pets-stateful-writes", "/pets", {}, 200, script=CREATE_THEN_READ)],
+            setup=lambda port: [post_json(port, "/pets", {"name": f"pet-{n:03d}", "kind": "dog"})
+                                for n in range(200)])
+
     def load_gunicorn_mock(self) -> None:
         """The mock as it served before issue 15 (gunicorn, its default 1 worker x 8 threads), from git."""
         old = self.workdir / "gunicorn-mock"
@@ -591,6 +622,27 @@ def prism_command(spec: str, *extra: str) -> Command:
     return lambda port: [str(PRISM_BIN), "mock", "-h", HOST, "-p", str(port), *extra, spec]
 
 
+# wrk: every other request creates a pet, the one after reads the list
+CREATE_THEN_READ = """
+local n = 0
+request = function()
+  n = n + 1
+  if n % 2 == 1 then
+    return wrk.format("POST", "/pets", {["Content-Type"] = "application/json"}, '{"name":"wrk","kind":"cat"}')
+  end
+  return wrk.format("GET", "/pets")
+end
+"""
+
+
+def post_json(port: int, path: str, payload: Any) -> int:
+    connection = http.client.HTTPConnection(HOST, port, timeout=10)
+    connection.request("POST", path, json.dumps(payload), {"Content-Type": "application/json"})
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
 def set_scenario(port: int, scenario: dict[str, Any]) -> None:
     connection = http.client.HTTPConnection(HOST, port, timeout=10)
     connection.request("POST", "/__mock/scenarios", json.dumps(scenario), {"Content-Type": "application/json"})
@@ -666,6 +718,8 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
             "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms" if mock else "no figure"), mock)
     ratio("state store: --workers 2 on Redis first page > the memory store at 1 worker",
           best(rows, "mock-redis"), default, 1.0001)
+    ratio("stateful: a written collection's list >= 0.8x the same list without writes",
+          best(rows, "pets-stateful", "/pets"), best(rows, "pets-stateless", "/pets"), 0.8)
     stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
     if stalled is None or stalled.p99_ms is None:
         verdict(f"a normal request < 50 ms with {STALLED} stalled connections", None,
@@ -767,6 +821,7 @@ def main() -> int:
             except ServerError as exc:
                 sys.exit(f"bench: the mock did not start: {exc}")
             bench.load_redis()
+            bench.load_stateful()
             bench.load_gunicorn_mock()
             bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
             bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)

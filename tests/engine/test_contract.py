@@ -93,10 +93,9 @@ def on_response(change: Rewrite) -> Wsgi:
     return lambda environ, start_response: respond(start_response, *change(*call(inner, environ)))
 
 
-def forgiving_cursors() -> Wsgi:
-    """The Notes mock, but a cursor it refuses gets the first page instead of a 400."""
-    inner = notes_mock()
-
+def unsealed(inner: Wsgi) -> Wsgi:
+    """`inner`, taking any cursor: one it did not issue starts the list again (a 200), as a runtime that does not
+    seal its cursors may."""
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         status, headers, body = call(inner, environ)
         if status.startswith("400") and "cursor=" in environ.get("QUERY_STRING", ""):
@@ -105,6 +104,11 @@ def forgiving_cursors() -> Wsgi:
         return respond(start_response, status, headers, body)
 
     return app
+
+
+def forgiving_cursors() -> Wsgi:
+    """The Notes mock, but a cursor it refuses gets the first page instead of a 400."""
+    return unsealed(notes_mock())
 
 
 def query_without(name: str, unless: Callable[[str], bool] = lambda value: False) -> Callable[[dict[str, Any]], None]:
@@ -481,19 +485,6 @@ def own_choices(folder: Path) -> Path:
             rule["code"] = code
     main_file.write_text(yaml.safe_dump(fixtures, sort_keys=False))
     return folder
-
-
-def unsealed(inner: Wsgi) -> Wsgi:
-    """`inner`, taking any cursor: one it did not issue starts the list again (a 200), as a runtime that does not
-    seal its cursors may."""
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        status, headers, body = call(inner, environ)
-        if status.startswith("400") and "cursor=" in environ.get("QUERY_STRING", ""):
-            query_without("cursor")(environ)
-            status, headers, body = call(inner, environ)
-        return respond(start_response, status, headers, body)
-
-    return app
 
 
 def test_a_faithful_deployment_making_its_own_choices_where_the_pages_leave_them_open_passes(

@@ -296,3 +296,15 @@ def test_every_asset_is_the_mocks_own_and_split_descriptions_resolve(write):
     assert shared["Pet"]["properties"]["name"]["type"] == ["string", "null"]  # as the mock reads it
     assert client.get("/__mock/docs/description/../../etc/passwd").status_code == 404
     assert body(client.get("/__mock/callers")) == {"scheme": None, "kind": None, "header": None, "callers": []}
+
+
+def test_a_journal_emptied_elsewhere_empties_the_page_and_no_later_call_is_lost(page, server):
+    """The page learns of a reset made elsewhere from coverage, asked for before the journal: the rows go, and
+    calls made around the reset all show (none is dropped with the rows that predate it)."""
+    call(server, "/v1/test-sets?limit=1")
+    expect(page.locator("#journal tbody tr")).to_have_count(1)
+    server.reset()
+    expect(page.locator("#journal tbody tr")).to_have_count(0)
+    for _ in range(5):
+        call(server, "/v1/test-sets?limit=2")
+    expect(page.locator("#journal tbody tr")).to_have_count(5)

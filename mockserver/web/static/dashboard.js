@@ -218,7 +218,6 @@
         $(`[data-status="${CSS.escape(status.status)}"]`, card).classList.toggle("seen", status.calls > 0);
       }
     }
-    if (report.calls === 0 && entries.size) clearJournal();  // emptied elsewhere
   }
 
   // -- the loop -----------------------------------------------------------------------------------------------
@@ -246,8 +245,11 @@
       do {
         again = false;
         try {
-          const [, scenarios, coverage, collections] = await Promise.all([
-            pollJournal(), Mock.call("scenarios"), Mock.call("coverage"), Mock.call("collections")]);
+          const [coverage, scenarios, collections] = await Promise.all([
+            Mock.call("coverage"), Mock.call("scenarios"), Mock.call("collections")]);
+          // asked for before the journal: when it counts no call, every row shown (all older) was emptied elsewhere
+          if (coverage.calls === 0 && entries.size) clearJournal();
+          await pollJournal();
           showScenarios(scenarios.scenarios);
           showCollections(collections.collections);
           showCoverage(coverage);

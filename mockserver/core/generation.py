@@ -147,6 +147,7 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
                "nullable", "discriminator"}
 
 _MISSING = object()
+_VALIDATORS = 4096  # compiled subschema validators kept by a generator (called under its lock)
 
 
 class GenerationError(ValueError):
@@ -197,7 +198,6 @@ class _Run:
     xeger: _Xeger
     static: bool = False
     made: int = 0  # values made so far (a static run stops adding optional properties past _STATIC_BUDGET)
-    validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = field(default_factory=dict)
 
 
 @dataclass
@@ -428,6 +428,10 @@ class SchemaGenerator:
         self._made: Faker | None = None
         # The shared Faker is reseeded per call, so concurrent calls would interleave its state.
         self._lock = threading.Lock()
+        # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
+        # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
+        # An entry holds its schemas alive, so an id in a key is never another schema's; bounded by _VALIDATORS.
+        self._validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = {}
 
     @property
     def _faker(self) -> Faker:
@@ -599,12 +603,13 @@ class SchemaGenerator:
 
     def _valid(self, value: Any, locs: list[_Loc], run: _Run) -> bool:
         key = tuple((id(loc.schema), loc.base) for loc in locs)
-        cached = run.validators.get(key)
+        cached = self._validators.get(key)
         if cached is None:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
-            # Holding `locs` keeps the schemas alive, so their ids cannot be reused within the run.
             cached = (locs, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
-            run.validators[key] = cached
+            if len(self._validators) >= _VALIDATORS:
+                self._validators.clear()
+            self._validators[key] = cached
         return cached[1].is_valid(value)
 
     def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:

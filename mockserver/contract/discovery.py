@@ -20,9 +20,10 @@ from typing import Any
 
 import requests
 
-from ..core.documents import DocumentSet, RefError
+from ..core.documents import DocumentSet
 from ..core.spec import Operation, Parameter, SpecIndex
 from .credentials import Sent
+from .fixed import fixed, schema_of
 from .links import Exchange, Link, links_to, values
 
 Combo = dict[tuple[str, str], Any]
@@ -42,10 +43,11 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
     for op in spec.operations.values():
-        if not _is_list(op) or _label(op) not in allowed:
+        if not _is_list(op, spec.docs) or _label(op) not in allowed:
             continue
         for query in _queries(op, spec.docs):
-            exchange, problem = _get(base_url, op, {("query", name): value for name, value in query.items()},
+            values_sent = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
+            exchange, problem = _get(base_url, op, values_sent,
                                      sent.get(_label(op)) or Sent(), headers, timeout)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
@@ -55,7 +57,8 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
                 break
     combos: dict[str, list[Combo]] = {}
     for op in _in_order(spec, linked):  # an operation after those whose answers its links read
-        candidates = _linked(op, linked.get(op.id, []), answers) or _bind(op, items)  # declared links first
+        candidates = (_linked(op, linked.get(op.id, []), answers, spec.docs)  # declared links first
+                      or _bind(op, items, spec.docs))
         if candidates and op.method.upper() == "GET" and _label(op) in allowed:
             ranked = _rank(op, candidates, base_url, sent.get(_label(op)) or Sent(), headers, timeout)
             answers[op.id] = [exchange for _, exchange in ranked]
@@ -80,17 +83,19 @@ def _in_order(spec: SpecIndex, linked: dict[str, list[Link]]) -> Iterator[Operat
         pending = [op for op in pending if op.id not in done]
 
 
-def _linked(op: Operation, links: list[Link], answers: dict[str, list[Exchange]]) -> list[Combo]:
+def _linked(op: Operation, links: list[Link], answers: dict[str, list[Exchange]], docs: DocumentSet) -> list[Combo]:
     """The combinations the links to `op` give from the answers of their sources, each with every value the
     operation needs and every value fitting its parameter's schema."""
-    needed = [(p.location, p.name) for p in _needed(op)]
+    needed = [(p.location, p.name) for p in _needed(op, docs)]
+    pinned = fixed(op, docs)
     if not needed:
         return []
     schemas = {(p.location, p.name): p.schema for p in op.parameters if p.schema is not None}
     combos: list[Combo] = []
     for link in links:
         for exchange in answers.get(link.source.id, []):
-            for combo in values(link, exchange):
+            for given in values(link, exchange):
+                combo = {**given, **pinned}
                 fits = all(key not in schemas or schemas[key].validator.is_valid(value) for key, value in combo.items())
                 if fits and all(key in combo for key in needed) and combo not in combos:
                     combos.append(combo)
@@ -111,42 +116,29 @@ def _rank(op: Operation, candidates: list[Combo], base_url: str, credentials: Se
     return [(combo, exchange) for _, _, combo, exchange in sorted(scored, key=lambda entry: entry[:2])]
 
 
-def _needed(op: Operation) -> list[Parameter]:
-    return [p for p in op.parameters if p.location == "path"
-            or (p.location == "query" and p.required and not _has_default(p))]
+def _needed(op: Operation, docs: DocumentSet) -> list[Parameter]:
+    """The parameters a request must be given a value for (not those the description fixes to one)."""
+    pinned = fixed(op, docs)
+    return [p for p in op.parameters if (p.location, p.name) not in pinned
+            and (p.location == "path" or (p.location == "query" and p.required and not _has_default(p)))]
 
 
 def _has_default(parameter: Parameter) -> bool:
     return isinstance(parameter.schema.node, dict) and "default" in parameter.schema.node if parameter.schema else False
 
 
-def _is_list(op: Operation) -> bool:
-    return op.method.upper() == "GET" and not _needed(op)
+def _is_list(op: Operation, docs: DocumentSet) -> bool:
+    return op.method.upper() == "GET" and not _needed(op, docs)
 
 
 def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
     yield {}
     for p in op.parameters:
-        node = _schema(p, docs)
+        node = schema_of(p, docs)
         if p.location == "query" and isinstance(node, dict) and isinstance(node.get("enum"), list):
             for value in node["enum"][:MAX_ENUM_VALUES]:
                 if isinstance(value, _SCALARS):
                     yield {p.name: str(value).lower() if isinstance(value, bool) else str(value)}
-
-
-def _schema(parameter: Parameter, docs: DocumentSet) -> Any:
-    """The parameter's schema, `$ref`s followed."""
-    if parameter.schema is None:
-        return None
-    node, uri = parameter.schema.node, parameter.schema.uri
-    for _ in range(_DEPTH * 8):
-        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
-            return node
-        try:
-            node, uri = docs.resolve(node["$ref"], uri)
-        except RefError:
-            return None
-    return None
 
 
 def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
@@ -200,8 +192,8 @@ def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield from _fields(value, depth + 1)
 
 
-def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]]) -> list[Combo]:
-    needed = _needed(op)
+def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]], docs: DocumentSet) -> list[Combo]:
+    needed = _needed(op, docs)
     if not needed:
         return []
     combos: list[Combo] = []
@@ -209,7 +201,7 @@ def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]]) -> list[Combo]
         fields: dict[str, Any] = {}
         for name, value in _fields(item):
             fields.setdefault(name, value)
-        combo: Combo = {}
+        combo: Combo = fixed(op, docs)
         for p in needed:
             value = fields.get(p.name)
             if value is None and p.name.lower() in (resource.lower() + "id", resource.lower() + "_id"):

@@ -18,6 +18,7 @@ from ..core.spec import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
 from .examples import add_examples, caller_for, usable_token, write
+from .fixed import KeepFixed
 from .knowledge import annotate
 
 # request values from elsewhere, given the description and each operation's credentials: (source, by operationId)
@@ -96,6 +97,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     if operations:
         schema = cast(OpenApiSchema, schema.include(name=chosen))
     schema.hook(filter_failure)
+    schema.hook("map_case")(KeepFixed(pipeline.spec))
     return Contract(schema, examples, labels, sent, spec, found)
 
 

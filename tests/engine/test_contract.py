@@ -808,6 +808,42 @@ def test_ids_are_discovered_where_the_description_links_them(links: bool, tmp_pa
         assert not {"/owners/o-31c4?", "/owners/o-4d09?"} & set(seen), seen
 
 
+PINNED = DATA / "pinned" / "openapi.yaml"
+
+
+def every_dag(seen: list[str]) -> Wsgi:
+    """The runs of tests/data/pinned, by hand: the one DAG it lists is `etl`, `running`; the runs of every DAG
+    (`~`) in the state `queued` are there. It notes the path and query of every request."""
+    @Request.application
+    def app(request: Request) -> Response:
+        seen.append(unquote(request.full_path))
+        if request.method != "GET":
+            return Response("", 405, headers={"Allow": "GET"})
+        if request.path == "/dags":
+            return Response(json.dumps({"dags": [{"dag_id": "etl", "state": "running"}]}), 200,
+                            content_type="application/json")
+        if request.path == "/dags/~/runs" and request.args.get("state") == "queued":
+            return Response(json.dumps({"runs": ["r1"]}), 200, content_type="application/json")
+        return Response(json.dumps({"detail": "no such DAG"}), 404, content_type="application/json")
+
+    return app
+
+
+def test_a_parameter_fixed_to_one_value_keeps_it_in_every_phase(capsys: pytest.CaptureFixture[str]):
+    """`dag_id` is `const: "~"` and `state` an `enum` of one: the list's link (and its items' field names) would
+    fill them with `etl` and `running`, as the stateful phase did to Airflow's `dag_id`. No request carries those;
+    only the negative cases send other values, on purpose."""
+    seen: list[str] = []
+    with serving(every_dag(seen), "") as url:
+        code = main(["contract", "--url", url, "--spec", str(PINNED), "--max-examples", "20", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    runs = [request for request in seen if request.startswith("/dags/") and "/runs" in request]
+    assert "/dags/~/runs?state=queued" in runs, runs
+    assert not [request for request in runs if "etl" in request or "running" in request], runs
+    assert re.search(r"^\s+ok\s+negative_data_rejection\s+\d+ passed", output, re.M), output
+
+
 def test_data_per_parameter_pairs_the_nth_values(tmp_path: Path):
     data = tmp_path / "data.yaml"
     data.write_text("parameters:\n  suiteId: [a.one, a.two]\n  version: 1.0.0\n")

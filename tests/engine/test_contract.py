@@ -28,6 +28,7 @@ from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.data import load as load_data
+from mockserver.contract.links import links_to
 from mockserver.core.fixture_values import caller_for, derive
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
@@ -806,6 +807,26 @@ def test_ids_are_discovered_where_the_description_links_them(links: bool, tmp_pa
         assert "ids discovered on the target: none" in output, output
         assert "answers: 200×" not in lines["GET /owners/{ownerId}"], output  # an owner is named only by a header
         assert not {"/owners/o-31c4?", "/owners/o-4d09?"} & set(seen), seen
+
+
+def test_a_link_discovery_cannot_follow_is_named_with_where_it_stands(tmp_path: Path):
+    described = yaml.safe_load(LINKED.read_text())
+    links = described["paths"]["/pets/{petId}"]["get"]["responses"]["200"]["links"]
+    links["GetOwner"]["operationRef"] = "other.yaml#/paths/~1owners/get"
+    links["ListToys"]["parameters"]["colour"] = "red"
+    described["components"]["links"]["GetPet"]["operationId"] = "getPett"
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(yaml.safe_dump(described, sort_keys=False))
+    found, problems = links_to(SpecIndex(spec))
+    assert not found, found
+    written = spec.read_text().splitlines()
+    where = {name: f"{spec}:{written.index(f'            {name}:') + 1}" for name in ("GetPet", "GetOwner", "ListToys")}
+    assert problems == [
+        f"link GetPet of GET /pets ({where['GetPet']}) not followed: no operation 'getPett' in the description",
+        f"link GetOwner of GET /pets/{{petId}} ({where['GetOwner']}) not followed: operationRef "
+        "'other.yaml#/paths/~1owners/get' is not a local #/paths/… reference to an operation",
+        f"link ListToys of GET /pets/{{petId}} ({where['ListToys']}) not followed: "
+        "GET /pets/{petId}/toys has no parameter 'colour'"], problems
 
 
 PINNED = DATA / "pinned" / "openapi.yaml"

@@ -46,9 +46,8 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
         if not _is_list(op, spec.docs) or _label(op) not in allowed:
             continue
         for query in _queries(op, spec.docs):
-            values_sent = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
-            exchange, problem = _get(base_url, op, values_sent,
-                                     sent.get(_label(op)) or Sent(), headers, timeout)
+            given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
+            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
                 items += [(_resource(op.path), item) for item in _objects_in_arrays(exchange.body)]
@@ -87,9 +86,9 @@ def _linked(op: Operation, links: list[Link], answers: dict[str, list[Exchange]]
     """The combinations the links to `op` give from the answers of their sources, each with every value the
     operation needs and every value fitting its parameter's schema."""
     needed = [(p.location, p.name) for p in _needed(op, docs)]
-    pinned = fixed(op, docs)
     if not needed:
         return []
+    pinned = fixed(op, docs)
     schemas = {(p.location, p.name): p.schema for p in op.parameters if p.schema is not None}
     combos: list[Combo] = []
     for link in links:

@@ -30,6 +30,7 @@ _SCALARS = (str, int, float, bool)
 class Link:
     name: str
     source: Operation = field(repr=False)
+    status: str  # the source's response that declares it: `200`, `2XX`, `default`
     target: Operation = field(repr=False)
     parameters: tuple[tuple[tuple[str, str], Any], ...]  # ((location, name) of the target's parameter, expression)
 
@@ -53,7 +54,7 @@ def links_to(spec: SpecIndex) -> tuple[dict[str, list[Link]], list[str]]:
     found: dict[str, list[Link]] = {}
     problems: list[str] = []
     for op in spec.operations.values():
-        for response in op.responses.values():
+        for status, response in op.responses.items():
             try:
                 declared = spec.docs.lookup(response.uri).get("links") or {}
             except (RefError, AttributeError):
@@ -64,7 +65,7 @@ def links_to(spec: SpecIndex) -> tuple[dict[str, list[Link]], list[str]]:
                 where = f"{file}:{line}" if line else f"{file}#{uri.partition('#')[2]}"
                 try:
                     node, _ = spec.docs.deref(raw, uri)
-                    link = _link(str(name), op, node, spec, by_ref)
+                    link = _link(str(name), op, status, node, spec, by_ref)
                 except (RefError, ValueError) as exc:
                     problems.append(f"link {name} of {op.method.upper()} {op.path} ({where}) not followed: {exc}")
                     continue
@@ -72,7 +73,8 @@ def links_to(spec: SpecIndex) -> tuple[dict[str, list[Link]], list[str]]:
     return found, problems
 
 
-def _link(name: str, source: Operation, node: Any, spec: SpecIndex, by_ref: dict[str, Operation]) -> Link:
+def _link(name: str, source: Operation, status: str, node: Any, spec: SpecIndex,
+          by_ref: dict[str, Operation]) -> Link:
     if not isinstance(node, dict):
         raise ValueError("a link is a mapping")
     if isinstance(node.get("operationId"), str):
@@ -89,7 +91,8 @@ def _link(name: str, source: Operation, node: Any, spec: SpecIndex, by_ref: dict
     parameters = node.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise ValueError("its `parameters` are not a mapping")
-    return Link(name, source, target, tuple((_parameter(target, str(key)), value) for key, value in parameters.items()))
+    return Link(name, source, status, target,
+                tuple((_parameter(target, str(key)), value) for key, value in parameters.items()))
 
 
 def _parameter(target: Operation, key: str) -> tuple[str, str]:
@@ -105,7 +108,11 @@ def _parameter(target: Operation, key: str) -> tuple[str, str]:
 
 def values(link: Link, exchange: Exchange) -> list[Combo]:
     """The combinations of the target's parameter values the link gives from one exchange: one, or one per item
-    of the array its body pointers go through. A combination misses what did not resolve to a scalar."""
+    of the array its body pointers go through (none when the answer's status is not the one the link is declared
+    on). A combination misses what did not resolve to a scalar."""
+    declared = link.source.response(exchange.status)
+    if declared is None or declared.status != link.status:
+        return []
     count = max((_fanout(expression, exchange.body) for _, expression in link.parameters), default=0)
     combos: list[Combo] = []
     for index in range(count) if count else [None]:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlencode
 
 import pytest
 import yaml
+from requests.structures import CaseInsensitiveDict
 from werkzeug.wrappers import Request, Response
 
 from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, free_port
@@ -28,7 +29,7 @@ from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.data import load as load_data
-from mockserver.contract.links import links_to
+from mockserver.contract.links import Exchange, evaluate, links_to, values
 from mockserver.core.fixture_values import caller_for, derive
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
@@ -807,6 +808,18 @@ def test_ids_are_discovered_where_the_description_links_them(links: bool, tmp_pa
         assert "ids discovered on the target: none" in output, output
         assert "answers: 200×" not in lines["GET /owners/{ownerId}"], output  # an owner is named only by a header
         assert not {"/owners/o-31c4?", "/owners/o-4d09?"} & set(seen), seen
+
+
+def test_a_link_reads_the_answers_of_the_status_it_is_declared_on():
+    found, _ = links_to(SpecIndex(LINKED))
+    to_pet, to_owner, to_toys = found["getPet"][0], found["getOwner"][0], found["listToys"][0]
+    listed = Exchange("GET", {}, 200, {}, [{"uid": "p-0001"}, {"name": "no uid"}, {"uid": "p-0002"}])
+    assert values(to_pet, listed) == [{("path", "petId"): "p-0001"}, {("path", "petId"): "p-0002"}]
+    assert values(to_pet, Exchange("GET", {}, 404, {}, [{"uid": "p-0001"}])) == []  # declared on the 200 only
+    pet = Exchange("GET", {("path", "petId"): "p-0001"}, 200, CaseInsensitiveDict({"x-owner": "o-0009"}), {})
+    assert values(to_owner, pet) == [{("path", "ownerId"): "o-0009"}]
+    assert values(to_toys, pet) == [{("path", "petId"): "p-0001", ("query", "kind"): "ball"}]
+    assert evaluate("pets/{$request.path.petId}/{$statusCode}", pet) == "pets/p-0001/200"
 
 
 def test_a_link_discovery_cannot_follow_is_named_with_where_it_stands(tmp_path: Path):

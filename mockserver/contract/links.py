@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.documents import RefError, unescape_token
+from ..core.documents import RefError, pointer_join, unescape_token
 from ..core.spec import Operation, SpecIndex, pointer_uri
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
@@ -49,8 +49,7 @@ class Exchange:
 def links_to(spec: SpecIndex) -> tuple[dict[str, list[Link]], list[str]]:
     """By the target's operationId, every link the description declares to it; and the links that cannot be
     followed, each with where it stands."""
-    by_ref = {f"#/paths/{op.path.replace('~', '~0').replace('/', '~1')}/{op.method.lower()}": op
-              for op in spec.operations.values()}
+    by_ref = {"#" + pointer_join("", "paths", op.path, op.method.lower()): op for op in spec.operations.values()}
     found: dict[str, list[Link]] = {}
     problems: list[str] = []
     for op in spec.operations.values():

@@ -55,6 +55,7 @@ class Options:
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
     max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
     stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
+    dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
 
 
 @dataclass
@@ -296,10 +297,16 @@ class Pipeline:
             answer = self.answers.from_example(op, media, prefer["example"], status)
             if answer:
                 return answer
-        dynamic = prefer.get("dynamic") == "true"
+        asked = prefer.get("dynamic", "").lower()
+        dynamic = asked == "true" if asked else self.options.dynamic
+        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
+        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
+        if asked != "true" and status == op.success_status:
+            answer = self.answers.from_fixture(op, ctx, media)
+            if answer:
+                return answer
         if not dynamic:
-            answer = ((self.answers.from_fixture(op, ctx, media) if status == op.success_status else None)
-                      or self.answers.from_example(op, media, status=status))
+            answer = self.answers.from_example(op, media, status=status)
             if answer:
                 return answer
         key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"

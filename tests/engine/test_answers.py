@@ -1,10 +1,12 @@
 """The three answer sources, in order: fixture, example, generated; and the Prefer header that picks one."""
 import json
+import urllib.request
 
 import pytest
 
-from conftest import body
+from conftest import LIBRARY, body
 from mockserver import create_app
+from mockserver.testing import MockServer
 
 KEY = {"X-Api-Key": "reader-key"}
 
@@ -175,6 +177,27 @@ def test_prefer_dynamic_varies_examples_and_optional_properties(write):
     answers = [body(client.get(f"/bees?n={n}", headers={"Prefer": "dynamic=true"})) for n in range(20)]
     assert {a["honey"] for a in answers} - {"killer bees"}
     assert any(set(a) != {"honey", "queen", "hives", "note"} for a in answers)
+
+
+def test_dynamic_option_varies_every_answer_unless_a_request_prefers_static(write):
+    """`mockserver serve --dynamic` (`create_app(dynamic=True)`): generated data without `Prefer`, as Prism's
+    `--dynamic`; `Prefer: dynamic=false` still gets the examples."""
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST), dynamic=True).test_client()
+    answers = [body(client.get(f"/bees?n={n}")) for n in range(20)]
+    assert {a["honey"] for a in answers} - {"killer bees"}
+    for n in range(3):
+        static = body(client.get(f"/bees?n={n}", headers={"Prefer": "dynamic=false"}))
+        assert static["honey"] == "killer bees" and static["queen"] == "Beatrix"
+    assert client.get("/ping", headers={"Prefer": "dynamic=false"}).data == b"pong"
+
+
+def test_dynamic_option_keeps_fixture_answers():
+    """Fixtures are the user's own answers: `dynamic=True` (here through `MockServer`, as the pytest plugin's
+    marker passes it) replaces the description's examples, not them."""
+    with MockServer(LIBRARY / "openapi.yaml", LIBRARY / "fixtures", dynamic=True) as server:
+        request = urllib.request.Request(server.url + "/api/v2/books/9780000000030.json", headers=KEY)
+        with urllib.request.urlopen(request) as response:
+            assert json.loads(response.read())["title"] == "On Maps"
 
 
 PREFERRED = """\

@@ -145,7 +145,7 @@ def _for_status(body: Any, status: int, fits: Callable[[Any], bool]) -> Any:
     return body
 
 
-def _statuses_under(key: str) -> list[int]:
+def statuses_under(key: str) -> list[int]:
     if key.isdigit():
         return [int(key)]
     if key == "default":
@@ -196,7 +196,7 @@ class ErrorRenderer:
         status (whose code is the API's word: `agent-not-found`)."""
         path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
         by_status = {} if example and key.isdigit() else {
-            status: _for_status(body, status, fits) for status in _statuses_under(key)}
+            status: _for_status(body, status, fits) for status in statuses_under(key)}
         self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, by_status)
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:

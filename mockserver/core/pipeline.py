@@ -204,7 +204,7 @@ class Pipeline:
                  effect: Effect | None, request_id: str) -> MockResponse:
         """The answer of a request that passed every check, validated against the description."""
         answer = self._answer(op, ctx, prefer, request, effect)
-        headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
+        headers = {**self.declared_headers(op, answer.status), **answer.headers,
                    self.request_id_header: request_id}
         if op.deprecated:
             headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
@@ -321,6 +321,12 @@ class Pipeline:
         message, details = self.scenarios.declared(op, status)
         return MockError(status, message, details=details)
 
+    def declared_headers(self, op: Operation, status: int) -> dict[str, str]:
+        """The header values fixed at start-up for the response that answers `status`: its own, else its range's
+        (`4XX`), else `default`'s."""
+        response = op.response(status)
+        return self.header_values.get((op.id, response.status), {}) if response is not None else {}
+
     def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
         """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
         operation the request line names, when it names one), never the server's own page."""
@@ -330,7 +336,7 @@ class Pipeline:
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
         payload = self.errors.body(error, request_id, op)
         media_type = self.errors.media_type_for(error.status, op, error.code)
-        headers = {**(self.header_values.get((op.id, error.status), {}) if op else {}), **error.headers,
+        headers = {**(self.declared_headers(op, error.status) if op else {}), **error.headers,
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)

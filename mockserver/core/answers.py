@@ -391,8 +391,10 @@ class Answers:
             if request is not None:
                 def make_item(node: Any, uri: str, index: int) -> Any:
                     return self._made(node, uri, f"{key}|item|{index}", static)
+                def make_value(node: Any, uri: str, salt: str) -> Any:
+                    return self._made(node, uri, salt, static)
                 payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri,
-                                          media.schema.validator.is_valid, request, make_item)
+                                          media.schema.validator.is_valid, request, make_item, make_value)
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None

@@ -97,8 +97,9 @@ class Pipeline:
             tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
         self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
-        self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
+        self.router = Router(list(spec.operations.values()), spec.base_path,
+                             lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
         self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []

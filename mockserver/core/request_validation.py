@@ -184,6 +184,12 @@ class RequestValidator:
             raise bad_input(violations + body_violations, self.invalid_status)
         return result
 
+    def path_fits(self, path_params: dict[str, str]) -> bool:
+        """Whether the path's values fit their parameters (the router asks, before it lets a templated path take
+        a request whose more concrete path lacks the method)."""
+        return all(not self._checked(param, [path_params[key]])[1]
+                   for key, param in self._by_location["path"].items() if key in path_params)
+
     def _spread(self, param: _Param, query: dict[str, list[str]]) -> list[str] | None:
         """An object's properties sent as query parameters of their own, as `name=value` items (None when none
         is there): `?offset=1&limit=2` for its declared properties (for one that declares none: every query

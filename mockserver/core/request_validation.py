@@ -20,7 +20,10 @@ from .spec import MediaType, Operation, Parameter
 
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-_SKIPPED_HEADERS = {"accept", "content-type", "authorization"}  # OpenAPI: described elsewhere, ignored here
+# OpenAPI: described elsewhere (the body's media type, the security schemes), so ignored here. `Accept` is ignored
+# by the letter too, but a description that declares it (FastAPI's `accept: enum [application/json, text/plain]`)
+# has a server that checks it: it is checked as declared
+_SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 

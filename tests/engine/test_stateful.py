@@ -349,6 +349,41 @@ def test_stateful_in_the_settings_infers_what_the_fixtures_leave_out_seeded_from
     assert client.post("/owners", json={"login": "ana"}).status_code == 409  # declared ones stay as declared
 
 
+POOLS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /pools:
+    post:
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+      responses:
+        '201': {description: made, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+  /pools/{pool_name}:
+    parameters: [{name: pool_name, in: path, required: true, schema: {type: string}}]
+    get:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+        '404': {description: none}
+    delete:
+      responses: {'204': {description: gone}, '404': {description: none}}
+components:
+  schemas:
+    Pool:
+      type: object
+      required: [name, slots]
+      properties: {name: {type: string}, slots: {type: integer}}
+"""
+
+
+def test_a_path_parameter_named_for_its_resource_keys_it_by_its_last_word(write):
+    """FastAPI's `/pools/{pool_name}` over items whose key is `name`: inferred, so a deleted pool is gone."""
+    client = create_app(write("spec.yaml", POOLS), stateful=True).test_client()
+    assert client.post("/pools", json={"name": "p1", "slots": 4}).status_code == 201
+    assert body(client.get("/pools/p1")) == {"name": "p1", "slots": 4}
+    assert client.delete("/pools/p1").status_code == 204
+    assert client.get("/pools/p1").status_code == 404
+
+
 # -- the contract's stateful phase --------------------------------------------------------------------------------
 def stateful_phase(petstore: Path, url: str | None = None) -> Any:
     from mockserver.contract.runner import Options, run

@@ -182,3 +182,32 @@ def test_headers_of_a_range_or_default_response_come_with_its_answers(write):
     assert down.content_type == "application/json" and isinstance(body(down)["message"], str)
     assert client.get("/things/1", headers=token).headers["X-Page"] == "1"
     assert client.get("/ok").headers["X-Batch"] == "b1"
+
+
+def test_an_error_on_no_operation_takes_the_api_s_shape_for_that_status(write):
+    """A path the description lacks is a 404 in the media type and body the API declares for 404 (a FastAPI
+    `{detail}` in application/json; Box's own error body), not a problem+json it never speaks."""
+    fastapi = write("fastapi.yaml", """
+        openapi: 3.1.0
+        info: {title: t, version: '1'}
+        paths:
+          /dags/{dag_id}:
+            get:
+              parameters: [{name: dag_id, in: path, required: true, schema: {type: string}}]
+              responses:
+                '200': {description: ok, content: {application/json: {schema: {type: object}}}}
+                '404':
+                  description: none
+                  content:
+                    application/json:
+                      schema: {type: object, required: [detail], properties: {detail: {type: string}}}
+    """)
+    missing = create_app(fastapi).test_client().get("/dags/a/b")
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+    assert "no operation at /dags/a/b" in body(missing)["detail"]
+    box = write("box.yaml", OWN_DEFAULT.replace("        default:", "        '404':\n          description: gone\n"
+                                                "          content: {application/json: {schema: {$ref: "
+                                                "'#/components/schemas/ClientError'}}}\n        default:"))
+    missing = create_app(box).test_client().get("/folders/1", headers={"Authorization": "Bearer t"})
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+    assert (body(missing)["type"], body(missing)["code"]) == ("error", "not_found")

@@ -355,7 +355,7 @@ info: {title: t, version: '1'}
 paths:
   /pools:
     post:
-      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/PoolBody'}}}}
       responses:
         '201': {description: made, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
   /pools/{pool_name}:
@@ -368,18 +368,36 @@ paths:
       responses: {'204': {description: gone}, '404': {description: none}}
 components:
   schemas:
-    Pool:
+    PoolBody:
       type: object
       required: [name, slots]
-      properties: {name: {type: string}, slots: {type: integer}}
+      properties:
+        name: {type: string}
+        slots: {type: integer}
+        include_deferred: {type: boolean, default: false}
+        team_name: {anyOf: [{type: string}, {type: 'null'}]}
+    Pool:
+      type: object
+      required: [name, slots, include_deferred, team_name, occupied_slots]
+      properties:
+        name: {type: string}
+        slots: {type: integer}
+        include_deferred: {type: boolean}
+        team_name: {anyOf: [{type: string}, {type: 'null'}]}
+        occupied_slots: {type: integer, minimum: 0}
 """
 
 
 def test_a_path_parameter_named_for_its_resource_keys_it_by_its_last_word(write):
-    """FastAPI's `/pools/{pool_name}` over items whose key is `name`: inferred, so a deleted pool is gone."""
+    """FastAPI's `/pools/{pool_name}` over items whose key is `name`: inferred, so a deleted pool is gone. What
+    the reads require and the create leaves out is the server's to fill: the body's default, null where the
+    reads take it, a value made up where no body may send it."""
     client = create_app(write("spec.yaml", POOLS), stateful=True).test_client()
-    assert client.post("/pools", json={"name": "p1", "slots": 4}).status_code == 201
-    assert body(client.get("/pools/p1")) == {"name": "p1", "slots": 4}
+    made = client.post("/pools", json={"name": "p1", "slots": 4})
+    assert made.status_code == 201
+    pool = body(client.get("/pools/p1"))
+    assert pool == body(made) and isinstance(pool.pop("occupied_slots"), int)
+    assert pool == {"name": "p1", "slots": 4, "include_deferred": False, "team_name": None}
     assert client.delete("/pools/p1").status_code == 204
     assert client.get("/pools/p1").status_code == 404
 

@@ -109,7 +109,7 @@ class Echo:
             identity = sorted((name, repr(value)) for name, value in [*request.path.items(), *request.query.items()]
                               if _norm(name) not in _PAGING)
             made = make_value(node, node_uri, f"{op.id}|total|{identity}") if node is not None else None
-            total = max(made if _count(made) else seen, seen)
+            total = max(made, seen) if isinstance(made, int) and not isinstance(made, bool) else seen
         return _kept(payload, [(path, total) for path in fields], fits)
 
     def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], limit: int | None,

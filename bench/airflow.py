@@ -30,8 +30,8 @@ MAX_EXAMPLES = 5
 # expected: why (docs/COMPATIBILITY.md says more)
 DESCRIPTION_CAUSED = [
     ("negative_data_rejection", "Schema-violating request accepted", "parameter `update_mask` in query",
-     "`update_mask` is `anyOf: [array of strings, null]` in the query: every value Schemathesis sends as not an "
-     "array of strings (`true`, a number, a lone string) reads as one once it is a query string"),
+     "`update_mask` is `anyOf: [array of strings, null]` in the query: a value Schemathesis makes as not an array "
+     "of strings (`true`, a number, a lone string) reads as one once it is query text (Airflow accepts it too)"),
 ]
 
 

@@ -940,3 +940,41 @@ def test_each_security_scheme_takes_a_credential_of_its_own(capsys: pytest.Captu
                              api_keys={"api_key": "k"})
     assert {label: (one.headers, one.query) for label, one in contract.credentials.items()} == {
         "GET /stats": ({}, {"api_key": "k"}), "GET /me": ({"Authorization": "Bearer b"}, {})}
+
+
+CURSOR_PAGES = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /runs:
+    get:
+      parameters: [{name: cursor, in: query, schema: {type: string}}, {name: limit, in: query, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties: {runs: {type: array, items: {type: object}}, next_cursor: {type: [string, 'null']}}
+  /pages:
+    get:
+      parameters: [{name: cursor, in: query, schema: {type: string}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {type: object, properties: {data: {type: array, items: {type: object}}}}
+                  - {type: object, properties: {hasMore: {type: boolean}, nextCursor: {type: string}}}
+"""
+
+
+def test_the_cursor_checks_are_owed_only_by_pages_that_say_hasmore(write):
+    """Without fixtures, a `cursor` parameter alone (Airflow's pages say `next_cursor` only) does not make the run
+    fail because `next_cursor_when_has_more` and `cursor_walk` never applied; a page with `hasMore` still owes them."""
+    raw = load_contract(write("spec.yaml", CURSOR_PAGES), None).schema.raw_schema
+    assert raw["paths"]["/runs"]["get"]["x-contract"]["page"] is None
+    assert raw["paths"]["/pages"]["get"]["x-contract"]["page"]["hasMore"] == "hasMore"

@@ -42,9 +42,13 @@ class Sent:
     headers: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     cookies: dict[str, str] = field(default_factory=dict)
+    # headers of schemes Schemathesis makes no security parameter for (OAuth 2, OpenID Connect): it would send
+    # nothing there, so they go as the operation's own headers
+    plain: set[str] = field(default_factory=set)
 
     def key(self) -> tuple[tuple[tuple[str, str], ...], ...]:
-        return tuple(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies))
+        plain = tuple((name, "") for name in sorted(self.plain))
+        return (*(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies)), plain)
 
     def __bool__(self) -> bool:
         return bool(self.headers or self.query or self.cookies)
@@ -54,6 +58,7 @@ class Sent:
         for mine, theirs in ((self.headers, other.headers), (self.query, other.query), (self.cookies, other.cookies)):
             for name, value in theirs.items():
                 mine.setdefault(name, value)
+        self.plain |= {name for name in other.plain if self.headers.get(name) == other.headers.get(name)}
 
 
 def credential(scheme: Any, credentials: Credentials) -> Sent | None:
@@ -75,8 +80,10 @@ def credential(scheme: Any, credentials: Credentials) -> Sent | None:
         return Sent(query={name: key}) if where == "query" else \
             Sent(cookies={name: key}) if where == "cookie" else Sent(headers={name: key})
     bearer = credentials.bearer or credentials.token
-    if bearer is not None and ((kind == "http" and http == "bearer") or kind in ("oauth2", "openidconnect")):
+    if bearer is not None and kind == "http" and http == "bearer":
         return Sent(headers={"Authorization": f"Bearer {bearer}"})
+    if bearer is not None and kind in ("oauth2", "openidconnect"):
+        return Sent(headers={"Authorization": f"Bearer {bearer}"}, plain={"Authorization"})
     return None  # mutual TLS, HTTP digest …, or no credential for the scheme: nothing the run can send
 
 
@@ -126,7 +133,9 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
 
     With `security_parameters` (Schemathesis' default) Schemathesis adds each security scheme's header, query
     parameter or cookie to the operations that require it, and the credentials are its values for them: they
-    reach only their own operation, and `ignored_auth` knows them for explicit ones. Without, they are headers of
+    reach only their own operation, and `ignored_auth` knows them for explicit ones; OAuth 2 and OpenID Connect
+    schemes have no such parameter in Schemathesis, so their bearer token is a header of the operation's either
+    way (without it, their operations would be called with no credential at all). Without, they are headers of
     the operation's (a query API key then cannot be sent); Schemathesis 4.32 keeps one HTTP session per thread
     with the headers of the first operation it ran, so a credential header may then ride along on an operation
     that has none of its own — harmless against a mock that lets any well-formed credential in."""
@@ -143,8 +152,10 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
         if security_parameters:
             parameters = {f"{where}.{name}": value for where, values in (("header", one.headers), ("query", one.query),
                                                                           ("cookie", one.cookies))
-                          for name, value in values.items() if name not in headers or where != "header"}
-            configs.append(OperationConfig(filter_set=filter_set, parameters=parameters))
+                          for name, value in values.items()
+                          if where != "header" or (name not in headers and name not in one.plain)}
+            plain = {name: one.headers[name] for name in one.plain if name not in headers}
+            configs.append(OperationConfig(filter_set=filter_set, parameters=parameters, headers=plain or None))
         else:
             cookie = "; ".join(f"{name}={value}" for name, value in one.cookies.items())
             configs.append(OperationConfig(filter_set=filter_set,

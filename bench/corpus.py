@@ -98,12 +98,12 @@ OPENAI_KNOWN = (
           ("POST /chat/completions", "GET /organization/costs"),
           "none of its 107 `discriminator`s has a `mapping`, so OpenAPI maps each value to the schema of that *name* "
           "(`ChatCompletionMessageToolCall`), while the schemas allow only values such as `function`: no body fits "
-          "both, and Schemathesis checks the discriminator", anywhere=True),
+          "both, and Schemathesis checks the discriminator", anywhere=True, modes=("positive",)),
     Known("status_code_conformance", "Undocumented status code",
           ("POST /skills", "POST /skills/{skill_id}/versions", "POST /images/edits"),
           "`files` (skills) and `image` (image edits: one file or an array of them) are required and may be arrays "
           "with no `minItems`; an empty array has no multipart/form-data form, so Schemathesis sends no part at all "
-          "and the mock rightly answers 400 (`'image' is a required property`)"),
+          "and the mock rightly answers 400 (`'image' is a required property`)", modes=("positive",)),
 )
 DESCRIPTIONS = [
     Description("openai-api", "openai-api.yaml", 3, BIG_COVERAGE, known=OPENAI_KNOWN,
@@ -183,13 +183,15 @@ def _unchecked(description: Description, label: str) -> bool:
 
 
 def command(description: Description, mode: Mode, view: Outline, report: Path, *, seed: int = SEED,
-            max_examples: int | None = None, operations: list[str] | None = None) -> list[str]:
+            max_examples: int | None = None, operations: list[str] | None = None,
+            coverage_cap: int | None = None) -> list[str]:
     """The contract command of one description and mode, as a user types it (after `mockserver`)."""
     args = ["contract", "--spec", str(description.path), "--mode", mode.name, "--seed", str(seed),
             "--phases", PHASES, "--max-examples", str(max_examples or description.max_examples),
             "--request-timeout", str(REQUEST_TIMEOUT_S), "--report-json", str(report), *mode.args]
-    if description.coverage_cap:
-        args += ["--coverage-cap", str(description.coverage_cap)]
+    caps = [cap for cap in (description.coverage_cap, coverage_cap) if cap]
+    if caps:
+        args += ["--coverage-cap", str(min(caps))]
     if mode.credentials:
         args += credentials(view.schemes)
     for label in view.labels:
@@ -238,14 +240,15 @@ def mockserver() -> list[str]:
 
 
 def check(description: Description, mode: Mode, *, seed: int = SEED, max_examples: int | None = None,
-          size: int | None = None, view: Outline | None = None) -> Run:
+          size: int | None = None, coverage_cap: int | None = None, view: Outline | None = None) -> Run:
     """Run the contract command on one description in one mode and read its JSON report. `size`: check only that
-    many operations (those with a known failure first, the rest spread evenly)."""
+    many operations (those with a known failure first, the rest spread evenly); `coverage_cap`: at most that many
+    coverage requests per operation."""
     view = view or outline(description)
     with tempfile.TemporaryDirectory(prefix="corpus-") as folder:
         report_path = Path(folder) / "report.json"
         args = command(description, mode, view, report_path, seed=seed, max_examples=max_examples,
-                       operations=sample(description, view.labels, size))
+                       operations=sample(description, view.labels, size), coverage_cap=coverage_cap)
         started = time.monotonic()
         done = subprocess.run([*mockserver(), *args], cwd=ROOT, capture_output=True, text=True,
                               env={**os.environ, "PYTHONWARNINGS": "ignore"})

@@ -19,19 +19,21 @@ __all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "Contract", "CoverageCap",
            "load_contract", "run"]
 
 
-def check(options: Options, junit_path: Path | None = None, progress: TextIO = sys.stderr,
+def check(options: Options, junit_path: Path | None = None, progress: TextIO | None = None,
           json_path: Path | None = None) -> int:
     """Run, print the report, write the JUnit file and the JSON report (`as_json`) if asked: 0 when everything
     passed, else 1. Raises LoadError or
     UnknownOperation (usage problems, exit 2 for the CLI) before any call. As it goes, a line per operation and
     phase on `progress`, and the JUnit file rewritten, so a run killed by a CI timeout leaves a partial report."""
 
+    shown = progress or sys.stderr  # the stream of the moment (not the one when this module was imported)
+
     def step(result: RunResult, phase: str, label: str) -> None:
         op = result.operations.get(label)
         if op is not None:
             failures = sum(op.failed.values())
             print(f"mockserver contract: {phase:<9} {label} · {sum(op.statuses.values())} answers, "
-                  f"{failures} failure(s)", file=progress, flush=True)
+                  f"{failures} failure(s)", file=shown, flush=True)
         if junit_path is not None:
             junit(result, junit_path, complete=False)
 

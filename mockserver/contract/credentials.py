@@ -43,7 +43,7 @@ class Sent:
     query: dict[str, str] = field(default_factory=dict)
     cookies: dict[str, str] = field(default_factory=dict)
     # headers of schemes Schemathesis makes no security parameter for (OAuth 2, OpenID Connect): it would send
-    # nothing there, so they go as the operation's own headers
+    # nothing there, so the run puts them on each of the operation's calls itself
     plain: set[str] = field(default_factory=set)
 
     def key(self) -> tuple[tuple[tuple[str, str], ...], ...]:
@@ -134,8 +134,9 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
     With `security_parameters` (Schemathesis' default) Schemathesis adds each security scheme's header, query
     parameter or cookie to the operations that require it, and the credentials are its values for them: they
     reach only their own operation, and `ignored_auth` knows them for explicit ones; OAuth 2 and OpenID Connect
-    schemes have no such parameter in Schemathesis, so their bearer token is a header of the operation's either
-    way (without it, their operations would be called with no credential at all). Without, they are headers of
+    schemes have no such parameter in Schemathesis, so their bearer token is put on each call of their operations
+    (`PlainHeaders`: a configured header would ride along on other operations, over their own credentials).
+    Without, they are headers of
     the operation's (a query API key then cannot be sent); Schemathesis 4.32 keeps one HTTP session per thread
     with the headers of the first operation it ran, so a credential header may then ride along on an operation
     that has none of its own — harmless against a mock that lets any well-formed credential in."""
@@ -143,6 +144,7 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
         schema.config.update(headers=headers)
     schema.config.generation.update(with_security_parameters=security_parameters)
     groups: dict[Any, tuple[Sent, list[str]]] = {}
+    plain: dict[str, dict[str, str]] = {}
     for label, one in sent.items():
         groups.setdefault(one.key(), (one, []))[1].append(label)
     configs = []
@@ -154,8 +156,9 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
                                                                           ("cookie", one.cookies))
                           for name, value in values.items()
                           if where != "header" or (name not in headers and name not in one.plain)}
-            plain = {name: one.headers[name] for name in one.plain if name not in headers}
-            configs.append(OperationConfig(filter_set=filter_set, parameters=parameters, headers=plain or None))
+            configs.append(OperationConfig(filter_set=filter_set, parameters=parameters))
+            plain.update({label: {name: one.headers[name] for name in one.plain if name not in headers}
+                          for label in labels if one.plain})
         else:
             cookie = "; ".join(f"{name}={value}" for name, value in one.cookies.items())
             configs.append(OperationConfig(filter_set=filter_set,
@@ -163,3 +166,19 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
                                                     **headers}))
     schema.config.operations.operations.extend(configs)
     schema.config.operations._cache.clear()
+    if plain:
+        schema.hook("map_case")(PlainHeaders(plain))
+
+
+class PlainHeaders:
+    """Schemathesis `map_case` hook: the credential headers Schemathesis has no security parameter for, on each
+    case of their own operations only (by label), in every phase."""
+
+    def __init__(self, by_label: dict[str, dict[str, str]]) -> None:
+        self.by_label = by_label
+
+    def __call__(self, context: Any, case: Any) -> Any:
+        headers = self.by_label.get(case.operation.label)
+        if headers:
+            case.headers = {**(case.headers or {}), **headers}
+        return case

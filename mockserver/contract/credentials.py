@@ -167,12 +167,19 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
     schema.config.operations.operations.extend(configs)
     schema.config.operations._cache.clear()
     if plain:
-        schema.hook("map_case")(PlainHeaders(plain))
+        added = PlainHeaders(plain)
+        schema.hook("map_case")(added)
+
+        def before_add_examples(context: Any, examples: list[Any]) -> None:
+            for case in examples:
+                added(context, case)
+
+        schema.hook(before_add_examples)
 
 
 class PlainHeaders:
-    """Schemathesis `map_case` hook: the credential headers Schemathesis has no security parameter for, on each
-    case of their own operations only (by label), in every phase."""
+    """Schemathesis `map_case` hook (generated cases) and `before_add_examples` (explicit examples): the credential
+    headers Schemathesis has no security parameter for, on each case of their own operations only (by label)."""
 
     def __init__(self, by_label: dict[str, dict[str, str]]) -> None:
         self.by_label = by_label

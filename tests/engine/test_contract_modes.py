@@ -28,7 +28,7 @@ paths:
       operationId: listLocks
       security: [{oauth: []}]
       parameters:
-        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 10}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 10}, example: 3}
       responses:
         '200':
           description: The locks.
@@ -143,6 +143,19 @@ def test_a_description_without_fixtures_lets_the_given_credential_of_each_scheme
     assert data["passed"] and data["mode"] == "positive" and not data["findings"] and not data["gaps"]
     assert all("200" in seen for seen in statuses(data).values()), statuses(data)
     assert data["checks"]["ignored_auth"]["passed"] > 0 and data["checks"]["ignored_auth"]["failed"] == 0
+
+
+@pytest.mark.parametrize("phase", ["examples", "coverage", "fuzzing"])
+def test_an_oauth2_operation_carries_its_bearer_token_in_every_phase(phase: str, locks: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]):
+    """Schemathesis makes no security parameter for OAuth 2, so the run puts the token on the operation's cases
+    itself: explicit examples, coverage and fuzzing alike."""
+    out = tmp_path / "report.json"
+    code = contract(locks, "--mode", "positive", *CREDENTIALS, "--operation", "listLocks", "--phases", phase,
+                    "--no-force", "--report-json", str(out))
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert set(statuses(report(out))["GET /locks"]) == {"200"}, output
 
 
 def test_a_negative_run_without_credentials_passes_when_every_call_is_refused(

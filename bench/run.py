@@ -57,6 +57,7 @@ PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
 # what every `mockserver serve` with more than one worker is given besides --workers: the rows that compare the
 # server with the rows of earlier runs keep the memory store (each worker its own); the Redis rows are their own
 MULTI_WORKER_ARGS: list[str] = ["--state", "memory"]
+THREAD_SWEEP = [t for t in (1, 2, 8) if t != THREADS]  # other --threads, measured beside the default's rows
 MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers x THREADS threads (the default)
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
 # the baselines on Granian take the mock's worker settings
@@ -835,6 +836,11 @@ def main() -> int:
             # and the mock's first page gets a second run too, so each side of the ratio is the better of two
             bench.load("mock first page, second run", mock_command("--log-level", "warning"),
                        [Row("mock first page, second run", "mock", FIRST_PAGE, AUTH, 200)])
+            for threads in THREAD_SWEEP:  # the evidence for the default of --threads (THREADS)
+                bench.load(f"mock --threads {threads}", mock_command("--log-level", "warning", "--threads",
+                                                                     str(threads)),
+                           [Row(f"mock --workers 2 --threads {threads}, first page", f"mock-t{threads}",
+                                FIRST_PAGE, AUTH, 200)])
             bench.slow_clients()
             bench.startups_all()
         finally:

@@ -318,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="serve a mock of the description")
     _add_serving(serve)
     serve.add_argument("--seed", type=int, default=0, help="seed of generated data (same seed, same data)")
+    serve.add_argument("--dynamic", action="store_true",
+                       help="answer varied generated data instead of the examples, as if every request sent "
+                            "'Prefer: dynamic=true' (a request's 'Prefer: dynamic=false' still gets the static answer)")
     serve.add_argument("--strict-auth", action="store_true",
                        help="answer 401 to tokens the fixtures (or --accept-token) do not declare")
     serve.add_argument("--accept-token", action="append", default=[], metavar="TOKEN",
@@ -509,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
                       cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
                       state=args.state, session_ttl=args.session_ttl, max_items=args.max_items,
-                      stateful=args.stateful)
+                      stateful=args.stateful, dynamic=args.dynamic)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

@@ -7,7 +7,11 @@ items of the JSON answers (objects in an array, at the top or one level down). A
 required query) values then gets each from one item: a field of the parameter's own name (at any depth:
 `spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource (`testSetId` and the
 items of `/v1/test-sets`). All of an operation's values come from the same item, so they belong together (a test
-set's id with its version), and each must fit the parameter's schema."""
+set's id with its version), and each must fit the parameter's schema.
+
+Where the description declares OpenAPI `links` to an operation (see `links.py`), they take precedence over the
+names: its values come from evaluating the links on the answers discovery got (a list's items, or the answers of
+an operation discovered before it, which may link on in turn); the names are read only when its links give none."""
 from __future__ import annotations
 
 import re
@@ -16,9 +20,11 @@ from typing import Any
 
 import requests
 
-from ..core.documents import DocumentSet, RefError
+from ..core.documents import DocumentSet
 from ..core.spec import Operation, Parameter, SpecIndex
 from .credentials import Sent
+from .fixed import fixed, schema_of
+from .links import Exchange, Link, links_to, values
 
 Combo = dict[tuple[str, str], Any]
 PER_OPERATION = 3  # combinations per operation, as from the fixtures
@@ -33,90 +39,116 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
              timeout: float | None, allowed: set[str]) -> tuple[dict[str, list[Combo]], list[str]]:
     """By operationId, the combinations of request values found; and what went wrong, for the report. Only the
     `allowed` operations (by label: those the run calls) are called."""
+    linked, problems = links_to(spec)
+    answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
-    problems: list[str] = []
     for op in spec.operations.values():
-        if not _is_list(op) or f"{op.method.upper()} {op.path}" not in allowed:
+        if not _is_list(op, spec.docs) or _label(op) not in allowed:
             continue
-        credentials = sent.get(f"{op.method.upper()} {op.path}") or Sent()
         for query in _queries(op, spec.docs):
-            found, problem = _items(base_url + op.path, {**credentials.query, **query},
-                                    {**headers, **credentials.headers}, credentials.cookies, timeout)
-            items += [(_resource(op.path), item) for item in found or []]
+            given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
+            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout)
+            if exchange is not None:
+                answers.setdefault(op.id, []).append(exchange)
+                items += [(_resource(op.path), item) for item in _objects_in_arrays(exchange.body)]
             if problem:
-                problems.append(f"{op.method.upper()} {op.path}: {problem}")
+                problems.append(f"{_label(op)}: {problem}")
                 break
     combos: dict[str, list[Combo]] = {}
-    for op in spec.operations.values():
-        candidates = _bind(op, items)
-        credentials = sent.get(f"{op.method.upper()} {op.path}") or Sent()
-        tried = op.method.upper() == "GET" and f"{op.method.upper()} {op.path}" in allowed
-        ranked = _rank(op, candidates, base_url, credentials, headers, timeout) if tried else candidates
-        if ranked:
-            combos[op.id] = ranked[:PER_OPERATION]
+    for op in _in_order(spec, linked):  # an operation after those whose answers its links read
+        candidates = (_linked(op, linked.get(op.id, []), answers, spec.docs)  # declared links first
+                      or _bind(op, items, spec.docs))
+        if candidates and op.method.upper() == "GET" and _label(op) in allowed:
+            ranked = _rank(op, candidates, base_url, sent.get(_label(op)) or Sent(), headers, timeout)
+            answers[op.id] = [exchange for _, exchange in ranked]
+            candidates = [combo for combo, _ in ranked]
+        if candidates:
+            combos[op.id] = candidates[:PER_OPERATION]
     return combos, list(dict.fromkeys(problems))
 
 
+def _label(op: Operation) -> str:
+    return f"{op.method.upper()} {op.path}"
+
+
+def _in_order(spec: SpecIndex, linked: dict[str, list[Link]]) -> Iterator[Operation]:
+    """Every operation, each after the sources of the links to it (all that remain at once, in a cycle)."""
+    pending, done = list(spec.operations.values()), set()
+    while pending:
+        ready = [op for op in pending if all(link.source.id in done or link.source.id == op.id
+                                             for link in linked.get(op.id, []))] or pending
+        yield from ready
+        done |= {op.id for op in ready}
+        pending = [op for op in pending if op.id not in done]
+
+
+def _linked(op: Operation, links: list[Link], answers: dict[str, list[Exchange]], docs: DocumentSet) -> list[Combo]:
+    """The combinations the links to `op` give from the answers of their sources, each with every value the
+    operation needs and every value fitting its parameter's schema."""
+    needed = [(p.location, p.name) for p in _needed(op, docs)]
+    if not needed:
+        return []
+    pinned = fixed(op, docs)
+    schemas = {(p.location, p.name): p.schema for p in op.parameters if p.schema is not None}
+    combos: list[Combo] = []
+    for link in links:
+        for exchange in answers.get(link.source.id, []):
+            for given in values(link, exchange):
+                combo = {**given, **pinned}
+                fits = all(key not in schemas or schemas[key].validator.is_valid(value) for key, value in combo.items())
+                if fits and all(key in combo for key in needed) and combo not in combos:
+                    combos.append(combo)
+    return combos
+
+
 def _rank(op: Operation, candidates: list[Combo], base_url: str, credentials: Sent, headers: dict[str, str],
-          timeout: float | None) -> list[Combo]:
-    """The candidates the target answers with success, the longest lists first (their pages have a next one, so
-    the cursor checks get to walk them)."""
-    scored: list[tuple[int, int, Combo]] = []
+          timeout: float | None) -> list[tuple[Combo, Exchange]]:
+    """The candidates the target answers with success, with their answers, the longest lists first (their pages
+    have a next one, so the cursor checks get to walk them)."""
+    scored: list[tuple[int, int, Combo, Exchange]] = []
     for index, combo in enumerate(candidates[:CANDIDATES]):
         if len(scored) >= ENOUGH:
             break
-        path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
-        query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
-        found, _ = _items(base_url + path, {**credentials.query, **query}, {**headers, **credentials.headers},
-                          credentials.cookies, timeout)
-        if found is not None:
-            scored.append((-len(found), index, combo))
-    return [combo for _, _, combo in sorted(scored, key=lambda entry: entry[:2])]
+        exchange, _ = _get(base_url, op, combo, credentials, headers, timeout)
+        if exchange is not None:
+            scored.append((-len(list(_objects_in_arrays(exchange.body))), index, combo, exchange))
+    return [(combo, exchange) for _, _, combo, exchange in sorted(scored, key=lambda entry: entry[:2])]
 
 
-def _needed(op: Operation) -> list[Parameter]:
-    return [p for p in op.parameters if p.location == "path"
-            or (p.location == "query" and p.required and not _has_default(p))]
+def _needed(op: Operation, docs: DocumentSet) -> list[Parameter]:
+    """The parameters a request must be given a value for (not those the description fixes to one)."""
+    pinned = fixed(op, docs)
+    return [p for p in op.parameters if (p.location, p.name) not in pinned
+            and (p.location == "path" or (p.location == "query" and p.required and not _has_default(p)))]
 
 
 def _has_default(parameter: Parameter) -> bool:
     return isinstance(parameter.schema.node, dict) and "default" in parameter.schema.node if parameter.schema else False
 
 
-def _is_list(op: Operation) -> bool:
-    return op.method.upper() == "GET" and not _needed(op)
+def _is_list(op: Operation, docs: DocumentSet) -> bool:
+    return op.method.upper() == "GET" and not _needed(op, docs)
 
 
 def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
     yield {}
     for p in op.parameters:
-        node = _schema(p, docs)
+        node = schema_of(p, docs)
         if p.location == "query" and isinstance(node, dict) and isinstance(node.get("enum"), list):
             for value in node["enum"][:MAX_ENUM_VALUES]:
                 if isinstance(value, _SCALARS):
                     yield {p.name: str(value).lower() if isinstance(value, bool) else str(value)}
 
 
-def _schema(parameter: Parameter, docs: DocumentSet) -> Any:
-    """The parameter's schema, `$ref`s followed."""
-    if parameter.schema is None:
-        return None
-    node, uri = parameter.schema.node, parameter.schema.uri
-    for _ in range(_DEPTH * 8):
-        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
-            return node
-        try:
-            node, uri = docs.resolve(node["$ref"], uri)
-        except RefError:
-            return None
-    return None
-
-
-def _items(url: str, query: dict[str, str], headers: dict[str, str], cookies: dict[str, str],
-           timeout: float | None) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The items of a success answer (None for any other answer), and what went wrong."""
+def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
+         timeout: float | None) -> tuple[Exchange | None, str | None]:
+    """A success answer to a GET of `op` with these values (None for any other answer), and what went wrong."""
+    path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
+    query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
     try:
-        response = requests.get(url, params=query, headers=headers, cookies=cookies, timeout=timeout or 10)
+        response = requests.get(base_url + path, params={**credentials.query, **query},
+                                headers={**headers, **credentials.headers}, cookies=credentials.cookies,
+                                timeout=timeout or 10)
     except requests.RequestException as exc:
         return None, type(exc).__name__
     if response.status_code in (401, 403):
@@ -126,8 +158,8 @@ def _items(url: str, query: dict[str, str], headers: dict[str, str], cookies: di
     try:
         body = response.json()
     except ValueError:
-        return [], None
-    return list(_objects_in_arrays(body)), None
+        body = None
+    return Exchange("GET", combo, response.status_code, response.headers, body), None
 
 
 def _objects_in_arrays(body: Any) -> Iterator[dict[str, Any]]:
@@ -159,8 +191,8 @@ def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield from _fields(value, depth + 1)
 
 
-def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]]) -> list[Combo]:
-    needed = _needed(op)
+def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]], docs: DocumentSet) -> list[Combo]:
+    needed = _needed(op, docs)
     if not needed:
         return []
     combos: list[Combo] = []
@@ -168,7 +200,7 @@ def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]]) -> list[Combo]
         fields: dict[str, Any] = {}
         for name, value in _fields(item):
             fields.setdefault(name, value)
-        combo: Combo = {}
+        combo: Combo = fixed(op, docs)
         for p in needed:
             value = fields.get(p.name)
             if value is None and p.name.lower() in (resource.lower() + "id", resource.lower() + "_id"):

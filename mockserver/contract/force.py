@@ -95,8 +95,9 @@ def force(schema: OpenApiSchema, result: RunResult, headers: dict[str, str],
         examples.fill_missing = True  # an operation without examples still gets a call
         for status, labels in sorted(by_status.items()):
             schema.config.update(headers={**headers, PREFER: f"code={status}"})
-            chosen = set(labels)  # a function filter: a `name` one may be there already (--operation)
-            execute(cast(OpenApiSchema, schema.include(_labelled(chosen))))
+            # an exclude filter: Schemathesis ORs include filters, so one beside --operation's `name` filter
+            # would force the status on every operation chosen there, declared or not
+            execute(cast(OpenApiSchema, schema.exclude(_unlabelled(set(labels)))))
     finally:
         schema.config.update(headers=headers)
         config.update(phases=phases)
@@ -110,10 +111,10 @@ def forced(response: Any) -> bool:
     return request is not None and PREFER in (getattr(request, "headers", None) or {})
 
 
-def _labelled(chosen: set[str]) -> Callable[[Any], bool]:
-    """A schemathesis filter of operations by label (a function filter: a `name` one may be there already)."""
+def _unlabelled(chosen: set[str]) -> Callable[[Any], bool]:
+    """A schemathesis filter of the operations whose label is not among `chosen`."""
 
-    def labelled(context: Any) -> bool:
-        return context.operation.label in chosen
+    def unlabelled(context: Any) -> bool:
+        return context.operation.label not in chosen
 
-    return labelled
+    return unlabelled

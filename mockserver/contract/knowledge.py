@@ -9,7 +9,8 @@ engine and the pytest integration alike) without global state.
 - `codes`: by status, the error codes the description allows (an `enum`/`const` in the response's schema; see
   `stated.py`); a status whose schema states none is absent.
 - `page`: the field names of a list page and its `limit`/`cursor` parameters (the fixture's `page`, with the
-  engine's defaults), or null when the operation takes no cursor.
+  engine's defaults), or null when the operation takes no cursor, or (with no fixture `list`) its success
+  schema has no `hasMore` of that name (Airflow's `cursor` pages say `next_cursor` only).
 - `sealed`: whether the description says the cursor is sealed (`x-sealed` on the cursor parameter).
 - `order`: the list's documented order (`x-order` of the operation: `by`, `desc`, `type`), empty when the
   description states none. The fixtures' `order` is the mock's, which may add a tie-break: not read here.
@@ -21,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..core.answers import pick_media_type
 from ..core.auth import Caller
 from ..core.documents import DocumentSet, RefError
 from ..core.envelope import dig
 from ..core.fixtures import FixtureSet
 from ..core.query import page_names
+from ..core.schema_walk import SchemaWalk
 from ..core.spec import Operation, SpecIndex
 from . import stated
 
@@ -74,7 +77,8 @@ def annotate(docs: DocumentSet, spec: SpecIndex, fixtures: FixtureSet, caller: C
         config = located.value if located else {}
         listing = config.get("list") or {}
         page = page_names(listing)
-        takes_cursor = any(p.location == "query" and p.name == page["cursor"] for p in op.parameters)
+        takes_cursor = any(p.location == "query" and p.name == page["cursor"] for p in op.parameters) and (
+            bool(listing) or _declares(spec, op, page["hasMore"]))
         node[KEY] = {
             "requestIdHeader": _request_id_header(settings, op),
             "envelope": envelope,
@@ -86,6 +90,16 @@ def annotate(docs: DocumentSet, spec: SpecIndex, fixtures: FixtureSet, caller: C
             "rejects": [{"when": r["when"], "status": r["status"]} for r in config.get("reject") or []],
             "caller": {"id": caller.id, "tenant": caller.tenant},
         }
+
+
+def _declares(spec: SpecIndex, op: Operation, name: str) -> bool:
+    """Whether the operation's success answer has a property `name` (at its top level, through `$ref`s and
+    `allOf`/`oneOf`/`anyOf`)."""
+    response = op.response(op.success_status)
+    media = pick_media_type(response.content) if response else None
+    if media is None or media.schema is None:
+        return False
+    return SchemaWalk(spec.docs.resolve).property(media.schema.node, media.schema.uri, name)[0] is not None
 
 
 def _request_id_header(settings: dict[str, Any], op: Operation) -> str | None:

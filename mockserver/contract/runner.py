@@ -116,7 +116,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
                              headers=options.headers, operations=options.operations,
                              default_token=options.url is None and options.credentials, pipeline=pipeline,
                              security_parameters=options.security_parameters, values=values,
-                             bearer=options.bearer, api_keys=options.api_keys)
+                             bearer=options.bearer, api_keys=options.api_keys,
+                             fixture_values=options.url is None)
     allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:

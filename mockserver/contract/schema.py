@@ -18,6 +18,7 @@ from ..core.spec import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
 from .examples import add_examples, caller_for, usable_token, write
+from .fixed import KeepFixed
 from .knowledge import annotate
 
 # request values from elsewhere, given the description and each operation's credentials: (source, by operationId)
@@ -52,7 +53,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
                   operations: list[str] | None = None, default_token: bool = False,
                   pipeline: Pipeline | None = None, security_parameters: bool = True,
                   values: ValueSources | None = None, bearer: str | None = None,
-                  api_keys: dict[str, str] | None = None) -> Contract:
+                  api_keys: dict[str, str] | None = None, fixture_values: bool = True) -> Contract:
     """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
@@ -63,7 +64,9 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     `pipeline`: the mock's own, already built from `spec` and `fixtures`, so they are not read and checked twice.
     `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`).
     `values`: request values from elsewhere (the target itself, a `--data` file), given each operation's
-    credentials: by source name, the combinations per operationId, sent as examples besides the fixtures'."""
+    credentials: by source name, the combinations per operationId, sent as examples besides the fixtures'.
+    `fixture_values`: whether the fixtures' ids are sent as examples too: only when the target is the mock itself
+    (a deployment holds data of its own; its ids come from `values`)."""
     pipeline = pipeline or Pipeline.load(spec, fixtures)
     if default_token:
         token = token or usable_token(pipeline.auth) or PLACEHOLDER_TOKEN
@@ -85,7 +88,8 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
             write(docs, pipeline.spec.operations[op_id], [(f"{source}-{i}", c) for i, c in enumerate(listed, 1)],
                   f"{source}")
         found[source] = {op_id: len(listed) for op_id, listed in combos.items() if wanted(op_id)}
-    examples = {op: n for op, n in add_examples(docs, pipeline.spec, pipeline.fixtures, caller).items() if wanted(op)}
+    added = add_examples(docs, pipeline.spec, pipeline.fixtures, caller) if fixture_values else {}
+    examples = {op: n for op, n in added.items() if wanted(op)}
     annotate(docs, pipeline.spec, pipeline.fixtures, caller)
     schema = schemathesis.openapi.from_dict(raw, config=schemathesis.Config())
     schema.location = spec.resolve().as_uri()  # so references to other files resolve, as `from_path` does
@@ -93,6 +97,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     if operations:
         schema = cast(OpenApiSchema, schema.include(name=chosen))
     schema.hook(filter_failure)
+    schema.hook("map_case")(KeepFixed(pipeline.spec))
     return Contract(schema, examples, labels, sent, spec, found)
 
 

@@ -196,7 +196,14 @@ class Answers:
         the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
         walk = SchemaWalk(self.spec.docs.resolve)
         schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
+        bodies: dict[str, list[tuple[Any, str]] | None] = {}  # its writes' bodies (None: one has none)
         for op_id, fixture in self.fixtures.items():
+            if fixture.write is not None and fixture.write.kind != "delete":
+                body = self.spec.operations[op_id].request_body
+                media = pick_media_type(body.content) if body else None
+                known = bodies.get(fixture.write.live.name, [])
+                bodies[fixture.write.live.name] = (None if known is None or media is None or media.schema is None
+                                                   else [*known, (media.schema.node, media.schema.uri)])
             media, _ = self._success_schema(self.spec.operations[op_id])
             if media is None or media.schema is None:
                 continue
@@ -216,7 +223,7 @@ class Answers:
         for name, live in self.live.items():
             found = schemas.get(name, {})
             live.schema = found.get("item") or found.get("list") or found.get("create")
-            live.prepare(walk, self.write_only)
+            live.prepare(walk, self.write_only, bodies.get(name))
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -391,8 +398,10 @@ class Answers:
             if request is not None:
                 def make_item(node: Any, uri: str, index: int) -> Any:
                     return self._made(node, uri, f"{key}|item|{index}", static)
+                def make_value(node: Any, uri: str, salt: str) -> Any:
+                    return self._made(node, uri, salt, static)
                 payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri,
-                                          media.schema.validator.is_valid, request, make_item)
+                                          media.schema.validator.is_valid, request, make_item, make_value)
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None

@@ -1,8 +1,8 @@
 """Generated answers that agree with the request, as a client reading them expects: the value of a path or query
 parameter in the field that carries it (`GET /dags/tutorial` answers `dag_id: tutorial`, `/pets/{petId}` the
 pet's `id`), the fields of a created or replaced resource as they were sent, and a list as long as `limit` asks
-(within the schema's bounds, and a page of at most PAGE_CAP). Each echo is kept only if the answer still fits
-its schema."""
+(within the schema's bounds, and a page of at most PAGE_CAP) with a total that agrees with it. Each echo is kept
+only if the answer still fits its schema."""
 from __future__ import annotations
 
 import re
@@ -15,9 +15,18 @@ from .spec import Operation
 
 PAGE_CAP = 100  # items in one generated page, whatever `limit` asks
 LIMIT_NAMES = frozenset({"limit", "perpage", "pagesize", "size", "maxresults", "top", "first", "count", "pagelen"})
+OFFSET_NAMES = frozenset({"offset", "skip", "start", "startindex"})
+PAGE_NAMES = frozenset({"page", "pagenumber", "pageno", "pageindex"})  # 1-based, `limit` items a page
+CURSOR_NAMES = frozenset({"cursor", "after", "before", "pagetoken", "nextpagetoken", "continuationtoken", "marker",
+                          "startingafter", "endingbefore"})
+# a list's count of every item, beside the list or in an object beside it (`meta: {total: …}`)
+TOTAL_NAMES = frozenset({"total", "totalcount", "totalentries", "totalitems", "totalresults", "totalrecords",
+                         "totalsize", "totalelements", "totalhits", "totalrows", "count", "numfound"})
+_PAGING = LIMIT_NAMES | OFFSET_NAMES | PAGE_NAMES | CURSOR_NAMES
 _PATH_PARAM = re.compile(r"{([^}]+)}")
 
 MakeItem = Callable[[Any, str, int], Any]  # (items schema, its URI, index) -> a new item
+MakeValue = Callable[[Any, str, str], Any]  # (schema, its URI, salt) -> a value, the same for the same salt
 
 
 def _norm(name: str) -> str:
@@ -29,13 +38,34 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool))
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _paging(request: ValidRequest) -> tuple[int | None, int]:
+    """The page a request asks for: its `limit` (None when it gives none), and how many items come before it
+    (`offset`, or `page` counted in pages of `limit`)."""
+    asked = dict(request.query)
+    for value in request.query.values():  # an object parameter's properties (`page: {limit: 3}`) count too
+        if isinstance(value, dict):
+            asked.update(value)
+    by_norm = {_norm(name): value for name, value in asked.items() if _count(value)}
+    limit = next((value for name, value in by_norm.items() if name in LIMIT_NAMES), None)
+    offset = next((value for name, value in by_norm.items() if name in OFFSET_NAMES), None)
+    page = next((value for name, value in by_norm.items() if name in PAGE_NAMES), None)
+    if offset is None and page is not None and limit is not None:
+        offset = (page - 1) * limit
+    return limit, max(offset or 0, 0)
+
+
 class Echo:
     def __init__(self, walk: SchemaWalk) -> None:
         self._walk = walk
 
     def apply(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
-              request: ValidRequest, make_item: MakeItem) -> Any:
-        payload = self._sized(payload, schema, uri, fits, request, make_item)
+              request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
+        limit, offset = _paging(request)
+        payload = self._sized(payload, schema, uri, fits, limit, make_item)
         asked = {name: value for name, value in request.path.items() if _scalar(value)}
         asked.update({name: value for (location, name) in request.sent if location == "query"
                       and _norm(name) not in LIMIT_NAMES and _scalar(value := request.query.get(name))})
@@ -52,17 +82,39 @@ class Echo:
         # then the items of its list, as it stands now (a list sent in the body may have taken its place)
         items = [change for path, values in _lists(payload) for index, item in enumerate(values)
                  if isinstance(item, dict) for change in _matches(item, asked, [*path, index])]
-        return _kept(payload, items, fits)
+        payload = _kept(payload, items, fits)
+        return self._counted(op, payload, schema, uri, fits, request, (limit, offset), make_value)
 
-    def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], request: ValidRequest,
+    def _counted(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
+                 request: ValidRequest, page: tuple[int | None, int], make_value: MakeValue) -> Any:
+        """The list's total (`total_entries`, `totalCount`, `meta.total`, …) agreeing with its items: made for
+        the list (the request without its paging), so every page of it says the same, never less than the items
+        up to this page's end, and exactly that on the last page (fewer items than `limit` asks)."""
+        found = next(iter(_lists(payload)), None)
+        if found is None or not found[0]:
+            return payload
+        fields = [[key] for key, value in payload.items() if _norm(key) in TOTAL_NAMES and _count(value)]
+        fields += [[key, inner] for key, value in payload.items() if isinstance(value, dict)
+                   for inner, count in value.items() if _norm(inner) in TOTAL_NAMES and _count(count)]
+        if not fields:
+            return payload
+        limit, offset = page
+        seen = offset + len(found[1])
+        if limit is not None and len(found[1]) < limit:
+            total = seen
+        else:
+            node, node_uri = schema, uri
+            for step in fields[0]:
+                node, node_uri = self._walk.property(node, node_uri, step)
+            identity = sorted((name, repr(value)) for name, value in [*request.path.items(), *request.query.items()]
+                              if _norm(name) not in _PAGING)
+            made = make_value(node, node_uri, f"{op.id}|total|{identity}") if node is not None else None
+            total = max(made, seen) if isinstance(made, int) and not isinstance(made, bool) else seen
+        return _kept(payload, [(path, total) for path in fields], fits)
+
+    def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], limit: int | None,
                make_item: MakeItem) -> Any:
         """The answer's list (the answer itself, or its first list-valued property) as long as `limit` asks."""
-        asked = dict(request.query)
-        for value in request.query.values():  # an object parameter's properties (`page: {limit: 3}`) count too
-            if isinstance(value, dict):
-                asked.update(value)
-        limit = next((value for name, value in asked.items()
-                      if _norm(name) in LIMIT_NAMES and isinstance(value, int) and not isinstance(value, bool)), None)
         found = next(iter(_lists(payload)), None)
         if limit is None or found is None:
             return payload

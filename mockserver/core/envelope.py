@@ -145,7 +145,7 @@ def _for_status(body: Any, status: int, fits: Callable[[Any], bool]) -> Any:
     return body
 
 
-def _statuses_under(key: str) -> list[int]:
+def statuses_under(key: str) -> list[int]:
     if key.isdigit():
         return [int(key)]
     if key == "default":
@@ -171,8 +171,13 @@ class ErrorRenderer:
         # (operation, response key) -> the API's own error body, where the envelope cannot fit
         self.description_bodies: dict[tuple[str, str], OwnBody] = {}
         self.declared: dict[tuple[str, int], str] = {}
+        # by status, the first operation declaring it with a body: the shape of an error on no operation (a path
+        # the description lacks), so it still comes in the API's own media type and body where it has one
+        self._unrouted: dict[int, Operation] = {}
         for op in spec.operations.values():
             for status, response in op.responses.items():
+                if status.isdigit() and int(status) >= 400 and response.content:
+                    self._unrouted.setdefault(int(status), op)
                 if not status.isdigit() or code_path is None:
                     continue
                 for media in response.content.values():
@@ -196,7 +201,7 @@ class ErrorRenderer:
         status (whose code is the API's word: `agent-not-found`)."""
         path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
         by_status = {} if example and key.isdigit() else {
-            status: _for_status(body, status, fits) for status in _statuses_under(key)}
+            status: _for_status(body, status, fits) for status in statuses_under(key)}
         self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, by_status)
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
@@ -209,8 +214,11 @@ class ErrorRenderer:
                 return self.description_bodies.get((op.id, key))
         return None
 
+    def _shape(self, status: int, op: Operation | None) -> Operation | None:
+        return op if op is not None else self._unrouted.get(status)
+
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
-        own = self._own(error.status, op, error.code)
+        own = self._own(error.status, self._shape(error.status, op), error.code)
         if own is not None:
             fitted = own.by_status.get(error.status, own.body)
             if own.message_path is None:
@@ -227,7 +235,9 @@ class ErrorRenderer:
         })
 
     def media_type_for(self, status: int, op: Operation | None, code: str | None = None) -> str:
-        """The media type the operation declares for this status when it does, else the envelope's."""
+        """The media type the operation declares for this status when it does, else the envelope's. With no
+        operation, the first that declares the status stands for the API."""
+        op = self._shape(status, op)
         own = self._own(status, op, code)
         if own is not None:
             return own.media_type

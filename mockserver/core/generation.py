@@ -147,6 +147,22 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
                "nullable", "discriminator"}
 
 _MISSING = object()
+_VALIDATORS = 4096  # compiled subschema validators kept by a generator (called under its lock)
+
+
+def _json_type(value: Any) -> frozenset[str]:
+    """The JSON Schema types a value has (an integral number is both `integer` and `number`)."""
+    if value is None:
+        return frozenset({"null"})
+    if isinstance(value, bool):
+        return frozenset({"boolean"})
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return frozenset({"integer", "number"})
+    if isinstance(value, float):
+        return frozenset({"number"})
+    if isinstance(value, str):
+        return frozenset({"string"})
+    return frozenset({"array"}) if isinstance(value, list) else frozenset({"object"})
 
 
 class GenerationError(ValueError):
@@ -197,7 +213,6 @@ class _Run:
     xeger: _Xeger
     static: bool = False
     made: int = 0  # values made so far (a static run stops adding optional properties past _STATIC_BUDGET)
-    validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = field(default_factory=dict)
 
 
 @dataclass
@@ -428,6 +443,11 @@ class SchemaGenerator:
         self._made: Faker | None = None
         # The shared Faker is reseeded per call, so concurrent calls would interleave its state.
         self._lock = threading.Lock()
+        # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
+        # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
+        # An entry holds its schemas alive, so an id in a key is never another schema's; bounded by _VALIDATORS.
+        self._validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = {}
+        self._types: dict[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = {}  # likewise
 
     @property
     def _faker(self) -> Faker:
@@ -591,20 +611,60 @@ class SchemaGenerator:
 
     def _matches_one(self, value: Any, choice: _Choice, run: _Run) -> bool:
         branches = choice.loc.schema[choice.kind]
+        admitting = [types for types in self._branch_types(choice) if types is None or _json_type(value) & types]
+        if len(admitting) == 1:  # `oneOf: [{type: 'null'}, {$ref: Thing}]`: the value's type fits one branch only,
+            return True          # the one it was made from (validating a big object per choice was most of its cost)
         matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")], run)
                       for i, b in enumerate(branches))
         return matches == 1
+
+    def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
+        """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
+        key = ((id(choice.loc.schema), choice.loc.base),)
+        cached = self._types.get(key)
+        if cached is None:
+            branches = choice.loc.schema[choice.kind]
+            cached = (choice.loc.schema, [self._types_of(b, choice.loc.base, 0) for b in branches])
+            if len(self._types) >= _VALIDATORS:
+                self._types.clear()
+            self._types[key] = cached
+        return cached[1]
+
+    def _types_of(self, schema: Any, base: str, depth: int) -> frozenset[str] | None:
+        if schema is False:
+            return frozenset()
+        if not isinstance(schema, dict) or depth > 8:
+            return None
+        found: frozenset[str] | None = None
+        declared = schema.get("type")
+        if isinstance(declared, (str, list)):
+            names = {declared} if isinstance(declared, str) else {t for t in declared if isinstance(t, str)}
+            if "number" in names:
+                names.add("integer")
+            if schema.get("nullable") is True:
+                names.add("null")
+            found = frozenset(names)
+        parts = [*schema.get("allOf", [])] if isinstance(schema.get("allOf"), list) else []
+        if isinstance(schema.get("$ref"), str):
+            parts.append(self._resolve(schema["$ref"], base))
+        for part in parts:
+            target, target_base = part if isinstance(part, tuple) else (part, base)
+            types = self._types_of(target, target_base, depth + 1)
+            if types is not None:
+                found = types if found is None else found & types
+        return found
 
     # -- validation ----------------------------------------------------------------
 
     def _valid(self, value: Any, locs: list[_Loc], run: _Run) -> bool:
         key = tuple((id(loc.schema), loc.base) for loc in locs)
-        cached = run.validators.get(key)
+        cached = self._validators.get(key)
         if cached is None:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
-            # Holding `locs` keeps the schemas alive, so their ids cannot be reused within the run.
             cached = (locs, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
-            run.validators[key] = cached
+            if len(self._validators) >= _VALIDATORS:
+                self._validators.clear()
+            self._validators[key] = cached
         return cached[1].is_valid(value)
 
     def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:

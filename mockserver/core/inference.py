@@ -59,7 +59,8 @@ def _infer_resource(spec: SpecIndex, walk: SchemaWalk, fixtures: FixtureSet, nam
         item_schema = None if node.get("type") != "array" else page
     props = {name for part, _ in (walk.parts(item_schema.node, item_schema.uri) if item_schema else [])
              for name in (part.get("properties") or {})}
-    key = param if param in props or not props else "id" if "id" in props else param
+    key = param if param in props or not props else next(
+        (k for k in (_last_word(param), "id") if k in props), param)
     if key is None or (props and key not in props):
         return [Inferred(op.id, f"not inferred: {name} items have no key property ({param or 'id'})")
                 for op in (lister, creator, reader, *item_methods.values()) if op is not None]
@@ -94,6 +95,14 @@ def _infer_resource(spec: SpecIndex, walk: SchemaWalk, fixtures: FixtureSet, nam
     for op, config, _ in todo:
         fixtures.operations[op.id] = _located(spec, op, config)
     return left_out + [Inferred(op.id, what) for op, _, what in todo]
+
+
+def _last_word(param: str | None) -> str | None:
+    """`pool_name` → `name`, `xcomKey` → `key`: the property a path parameter names inside its resource."""
+    if not param:
+        return None
+    words = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", param)
+    return words[-1].lower() if len(words) > 1 else None
 
 
 def _schema(op: Operation | None) -> Any:

@@ -55,6 +55,7 @@ class Options:
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
     max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
     stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
+    dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
 
 
 @dataclass
@@ -96,8 +97,9 @@ class Pipeline:
             tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
         self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
-        self.router = Router(list(spec.operations.values()), spec.base_path)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
+        self.router = Router(list(spec.operations.values()), spec.base_path,
+                             lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
         self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []
@@ -203,7 +205,7 @@ class Pipeline:
                  effect: Effect | None, request_id: str) -> MockResponse:
         """The answer of a request that passed every check, validated against the description."""
         answer = self._answer(op, ctx, prefer, request, effect)
-        headers = {**self.header_values.get((op.id, answer.status), {}), **answer.headers,
+        headers = {**self.declared_headers(op, answer.status), **answer.headers,
                    self.request_id_header: request_id}
         if op.deprecated:
             headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
@@ -296,10 +298,16 @@ class Pipeline:
             answer = self.answers.from_example(op, media, prefer["example"], status)
             if answer:
                 return answer
-        dynamic = prefer.get("dynamic") == "true"
+        asked = prefer.get("dynamic", "").lower()
+        dynamic = asked == "true" if asked else self.options.dynamic
+        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
+        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
+        if asked != "true" and status == op.success_status:
+            answer = self.answers.from_fixture(op, ctx, media)
+            if answer:
+                return answer
         if not dynamic:
-            answer = ((self.answers.from_fixture(op, ctx, media) if status == op.success_status else None)
-                      or self.answers.from_example(op, media, status=status))
+            answer = self.answers.from_example(op, media, status=status)
             if answer:
                 return answer
         key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
@@ -314,6 +322,12 @@ class Pipeline:
         message, details = self.scenarios.declared(op, status)
         return MockError(status, message, details=details)
 
+    def declared_headers(self, op: Operation, status: int) -> dict[str, str]:
+        """The header values fixed at start-up for the response that answers `status`: its own, else its range's
+        (`4XX`), else `default`'s."""
+        response = op.response(status)
+        return self.header_values.get((op.id, response.status), {}) if response is not None else {}
+
     def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
         """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
         operation the request line names, when it names one), never the server's own page."""
@@ -323,7 +337,7 @@ class Pipeline:
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
         payload = self.errors.body(error, request_id, op)
         media_type = self.errors.media_type_for(error.status, op, error.code)
-        headers = {**(self.header_values.get((op.id, error.status), {}) if op else {}), **error.headers,
+        headers = {**(self.declared_headers(op, error.status) if op else {}), **error.headers,
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)

@@ -20,7 +20,10 @@ from .spec import MediaType, Operation, Parameter
 
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-_SKIPPED_HEADERS = {"accept", "content-type", "authorization"}  # OpenAPI: described elsewhere, ignored here
+# OpenAPI: described elsewhere (the body's media type, the security schemes), so ignored here. `Accept` is ignored
+# by the letter too, but a description that declares it (FastAPI's `accept: enum [application/json, text/plain]`)
+# has a server that checks it: it is checked as declared
+_SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
@@ -183,6 +186,12 @@ class RequestValidator:
         if violations or body_violations:
             raise bad_input(violations + body_violations, self.invalid_status)
         return result
+
+    def path_fits(self, path_params: dict[str, str]) -> bool:
+        """Whether the path's values fit their parameters (the router asks, before it lets a templated path take
+        a request whose more concrete path lacks the method)."""
+        return all(not self._checked(param, [path_params[key]])[1]
+                   for key, param in self._by_location["path"].items() if key in path_params)
 
     def _spread(self, param: _Param, query: dict[str, list[str]]) -> list[str] | None:
         """An object's properties sent as query parameters of their own, as `name=value` items (None when none

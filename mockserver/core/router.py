@@ -3,6 +3,7 @@ template may sit inside a segment (`/Accounts/{Sid}.json`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -36,8 +37,13 @@ class Match:
 
 
 class Router:
-    def __init__(self, operations: list[Operation], base_path: str = "") -> None:
+    def __init__(self, operations: list[Operation], base_path: str = "",
+                 fits: Callable[[Operation, dict[str, str]], bool] | None = None) -> None:
+        """`fits(operation, path values)`: whether the values fit the operation's path parameters. A method a
+        concrete path lacks falls to a less concrete template only where they do (`DELETE /users/me` to
+        `/users/{id}`, but `GET /backfills/dry_run` is a 405 where `{backfill_id}` is an integer)."""
         self.base_path = base_path
+        self._fits = fits
         by_template: dict[str, dict[str, list[Operation]]] = {}
         for op in operations:
             by_template.setdefault(op.path, {}).setdefault(op.method, []).append(op)
@@ -77,6 +83,8 @@ class Router:
                 raise MockError(400, f"the path {raw_path} is not valid UTF-8 once percent-decoded",
                                 details={"violations": [{"parameter": "", "in": "path", "pointer": "",
                                                          "rule": "encoding", "message": "not valid UTF-8"}]}) from None
+            if first is not None and self._fits is not None and not self._fits(op, values):
+                continue  # the path names the concrete route, whose method this is not
             return Match(op, values)
         if first is not None:
             allow = ", ".join(sorted(first.operations))

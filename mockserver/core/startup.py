@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .answers import pick_media_type
+from .envelope import statuses_under
 from .errors import MockError, Problem
 from .fixtures import FixtureSet
 from .request_validation import coerce
@@ -21,19 +22,18 @@ if TYPE_CHECKING:
 
 
 def declared_header_values(spec: SpecIndex, request_id_header: str,
-                           answers: Answers) -> dict[tuple[str, int], dict[str, str]]:
+                           answers: Answers) -> dict[tuple[str, str], dict[str, str]]:
     """Values for the headers each response must carry (`Retry-After` on a 503), from the description's examples
     or defaults, else generated, and for the optional ones it gives an example of (a `nonce` with `example: abc`),
-    as Prism sends them: fixed at start-up."""
-    values: dict[tuple[str, int], dict[str, str]] = {}
+    as Prism sends them: fixed at start-up, per operation and response key (`404`, `4XX`, `default`): a status
+    answered under a range or `default` carries that response's headers (`Pipeline.declared_headers`)."""
+    values: dict[tuple[str, str], dict[str, str]] = {}
     for op in spec.operations.values():
-        for status, response in op.responses.items():
-            if not status.isdigit():
-                continue
+        for key, response in op.responses.items():
             for header in response.headers.values():
                 if not (header.required or header.examples) or header.name.lower() == request_id_header.lower():
                     continue
-                values.setdefault((op.id, int(status)), {})[header.name] = _header_example(op, header, answers)
+                values.setdefault((op.id, key), {})[header.name] = _header_example(op, header, answers)
     return values
 
 
@@ -46,15 +46,14 @@ def _header_example(op: Operation, header: Header, answers: Answers) -> str:
     return _text(answers.generator.generate(header.schema.node, header.schema.uri, rng, static=True))
 
 
-def check_fixed_headers(spec: SpecIndex, header_values: dict[tuple[str, int], dict[str, str]],
+def check_fixed_headers(spec: SpecIndex, header_values: dict[tuple[str, str], dict[str, str]],
                         request_id_header: str, sample_request_id: str) -> list[Problem]:
     """The request id the mock makes, and the header values fixed at start-up, fit their schemas."""
     problems = []
     sample = {request_id_header.lower(): sample_request_id}
     for op in spec.operations.values():
         for status, response in op.responses.items():
-            values = {**sample, **{k.lower(): v for k, v in header_values.get(
-                (op.id, int(status)) if status.isdigit() else (op.id, 0), {}).items()}}
+            values = {**sample, **{k.lower(): v for k, v in header_values.get((op.id, status), {}).items()}}
             for header in response.headers.values():
                 value = values.get(header.name.lower())
                 if value is None or header.schema is None:
@@ -76,16 +75,16 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
     declared = "errors" in fixtures.settings
     for op in spec.operations.values():
         for key, response in op.responses.items():
-            status = _error_status(key)
-            if status is None:
-                continue
-            media_type = errors.media_type_for(status, op)
-            media = response.content.get(media_type)
-            if media is None or media.schema is None:
-                continue
-            sample = errors.body(MockError(status, "sample", details={"sample": True}), "req_sample", op)
-            error = next(iter_errors(media.schema.validator, sample), None)
-            if error is None:
+            media, error = None, None
+            for status in _error_samples(op, key):
+                media = response.content.get(errors.media_type_for(status, op))
+                if media is None or media.schema is None:
+                    break
+                sample = errors.body(MockError(status, "sample", details={"sample": True}), "req_sample", op)
+                error = next(iter_errors(media.schema.validator, sample), None)
+                if error is not None:
+                    break
+            if media is None or media.schema is None or error is None:
                 continue
             if declared:
                 file, line, pointer = spec.docs.location(media.schema.uri)
@@ -125,13 +124,17 @@ def check_scenario_body(op: Operation, status: int, payload: Any) -> None:
                             "/body" + instance_pointer(error), str(error.validator))
 
 
-def _error_status(key: str) -> int | None:
-    """The status a mock-made error would take under a response key: `404`, `4XX` (as 400), `default` (as 400)."""
+def _error_samples(op: Operation, key: str) -> list[int]:
+    """The statuses a mock-made error is checked with under a response key: `404` itself; for a range or
+    `default`, the first 4xx and the first 5xx the mock makes that this response answers (under `4XX` and
+    `default` both, a 503 falls to `default`)."""
     if key.isdigit():
-        return int(key) if int(key) >= 400 else None
-    if key in ("4XX", "5XX"):
-        return int(key[0]) * 100
-    return 400 if key == "default" else None
+        return [int(key)] if int(key) >= 400 else []
+    if key not in ("4XX", "5XX", "default"):
+        return []
+    covered = [s for s in statuses_under(key) if op.response(s) is op.responses[key]]
+    return [next(iter(group)) for group in ([s for s in covered if s < 500], [s for s in covered if s >= 500])
+            if group]
 
 
 def _text(value: Any) -> str:

@@ -13,6 +13,7 @@ a later page when its rank comes after the cursor (it sorts after the last item 
 listing. An update keeps the item's place, even when it changes a field the list is ordered by."""
 from __future__ import annotations
 
+import copy
 import json
 import random
 import uuid
@@ -92,13 +93,17 @@ class View:
         return next((key for key, item in self.items.items() if all(t(item) for t in tests)), None)
 
 
+_GENERATED = object()  # a missing property's value is generated from the reads' schema
+
+
 @dataclass
 class _Fill:
     """A property the mock gives a value (a `readOnly` one, or the key when the client sends none)."""
 
     name: str
-    kind: str  # sequence, uuid, date-time, date, generated
+    kind: str  # sequence, uuid, date-time, date, generated; missing: required by reads, filled where left out
     schema: Schema
+    default: Any = field(default_factory=lambda: _GENERATED)  # a missing one's value; else one is generated
 
 
 @dataclass
@@ -125,11 +130,21 @@ class LiveCollection:
     def key_of(self, item: dict[str, Any]) -> str:
         return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
 
-    def prepare(self, walk: SchemaWalk, write_only: WriteOnly) -> None:
-        """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart)."""
+    def prepare(self, walk: SchemaWalk, write_only: WriteOnly, bodies: list[Schema] | None = None) -> None:
+        """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart). Besides
+        `readOnly` ones and the key, a property the reads require is filled where a create leaves it out (or
+        null) if it is the server's: one no write's body (`bodies`, when known) declares (FastAPI's
+        `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
         self._write_only = write_only
         if self.schema is not None:
             seen: set[str] = set()
+            required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
+                        if isinstance(name, str)}
+            sendable: dict[str, Any] = {}
+            for body in bodies or []:
+                for part, uri in walk.parts(*body):
+                    for name, node in (part.get("properties") or {}).items():
+                        sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}")[0])
             for part, uri in walk.parts(*self.schema):
                 for name, node in (part.get("properties") or {}).items():
                     prop, prop_uri = walk.deref(node, f"{uri}/properties/{name}")
@@ -138,6 +153,10 @@ class LiveCollection:
                     if prop.get("readOnly") is True or name in self.collection.key:
                         seen.add(name)
                         self.fills.append(_Fill(name, _fill_kind(prop), (prop, prop_uri)))
+                    elif name in required and bodies is not None and (fill := self._missing(
+                            walk, name, (prop, prop_uri), sendable)) is not None:
+                        seen.add(name)
+                        self.fills.append(fill)
         items = {self.key_of(item): item for item in self.collection.items}
         served = {key: self.collection.public(item) for key, item in items.items()}
         entries = {op_id: [Entry([e.rank * GAP], e.item, e.public, e.json) for e in query.entries]
@@ -146,6 +165,21 @@ class LiveCollection:
         self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
         self._base_ranks = {op_id: {key: e.rank for key, e in zip(self._base_keys[op_id], entries[op_id])}
                             for op_id in entries}
+
+    @staticmethod
+    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
+        """How the server fills a property its reads require when a create leaves it out: generated when no
+        write may send it; the body's `default`; null where the body may leave it out and the reads take null
+        (FastAPI's `team_name: str | None = None`); else it is not the server's (the write is refused)."""
+        if name not in sendable:
+            return _Fill(name, "missing", schema)
+        sent = sendable[name] if isinstance(sendable[name], dict) else {}
+        if "default" in sent:
+            return _Fill(name, "missing", schema, sent["default"])
+        if any(part.get("type") == "null" or (isinstance(part.get("type"), list) and "null" in part["type"])
+               for part, _ in walk.parts(*schema)):
+            return _Fill(name, "missing", schema, None)
+        return None
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -284,14 +318,17 @@ class LiveCollection:
         result = dict(item)
         if keep is not None:
             for fill in self.fills:
-                if fill.name in keep:
+                if fill.kind == "missing":  # the client's to change; kept where a replace leaves it out
+                    if result.get(fill.name) is None and fill.name in keep:
+                        result[fill.name] = keep[fill.name]
+                elif fill.name in keep:
                     result[fill.name] = keep[fill.name]
                 else:
                     result.pop(fill.name, None)
             return result
         made = {fill.name: _fill_value(fill, view, generator) for fill in self.fills
-                if not (fill.name in self.collection.key and fill.name in item
-                        and fill.schema[0].get("readOnly") is not True)}  # a key the client chooses is kept
+                if not ((fill.name in self.collection.key or fill.kind == "missing") and item.get(fill.name)
+                        is not None and fill.schema[0].get("readOnly") is not True)}  # as the client chose
         return {**made, **{k: v for k, v in item.items() if k not in made}}  # the mock's own fields first
 
 
@@ -315,7 +352,9 @@ def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator) -> Any:
         return now.isoformat(timespec="seconds").replace("+00:00", "Z")
     if fill.kind == "date":
         return now.date().isoformat()
-    return generator.generate(*fill.schema, random.Random(uuid.uuid4().int))
+    if fill.kind == "missing" and fill.default is not _GENERATED:
+        return copy.deepcopy(fill.default)  # the write body's default (or null), as the server applies it
+    return generator.generate(*fill.schema, random.Random(uuid.uuid4().int), static=fill.kind == "missing")
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """The three answer sources, in order: fixture, example, generated; and the Prefer header that picks one."""
 import json
+import urllib.request
 
 import pytest
 
-from conftest import body
+from conftest import LIBRARY, body
 from mockserver import create_app
+from mockserver.testing import MockServer
 
 KEY = {"X-Api-Key": "reader-key"}
 
@@ -177,6 +179,27 @@ def test_prefer_dynamic_varies_examples_and_optional_properties(write):
     assert any(set(a) != {"honey", "queen", "hives", "note"} for a in answers)
 
 
+def test_dynamic_option_varies_every_answer_unless_a_request_prefers_static(write):
+    """`mockserver serve --dynamic` (`create_app(dynamic=True)`): generated data without `Prefer`, as Prism's
+    `--dynamic`; `Prefer: dynamic=false` still gets the examples."""
+    client = create_app(write("spec.yaml", EXAMPLES_FIRST), dynamic=True).test_client()
+    answers = [body(client.get(f"/bees?n={n}")) for n in range(20)]
+    assert {a["honey"] for a in answers} - {"killer bees"}
+    for n in range(3):
+        static = body(client.get(f"/bees?n={n}", headers={"Prefer": "dynamic=false"}))
+        assert static["honey"] == "killer bees" and static["queen"] == "Beatrix"
+    assert client.get("/ping", headers={"Prefer": "dynamic=false"}).data == b"pong"
+
+
+def test_dynamic_option_keeps_fixture_answers():
+    """Fixtures are the user's own answers: `dynamic=True` (here through `MockServer`, as the pytest plugin's
+    marker passes it) replaces the description's examples, not them."""
+    with MockServer(LIBRARY / "openapi.yaml", LIBRARY / "fixtures", dynamic=True) as server:
+        request = urllib.request.Request(server.url + "/api/v2/books/9780000000030.json", headers=KEY)
+        with urllib.request.urlopen(request) as response:
+            assert json.loads(response.read())["title"] == "On Maps"
+
+
 PREFERRED = """\
 openapi: 3.1.0
 info: {title: t, version: '1'}
@@ -335,6 +358,38 @@ def test_a_generated_list_is_as_long_as_limit_asks_and_stable(write):
     assert client.get("/dags?limit=3&offset=0").data == page.data  # the same total for the same request
     assert len(body(client.get("/dags"))["dags"]) == 50  # the parameter's default
     assert len(body(client.get("/dags?limit=1000"))["dags"]) == 100  # a page at most
+
+
+def test_a_generated_total_agrees_with_the_items_on_every_page(write):
+    """`total_entries` is the list's, the same on every page of it, never fewer than the items up to the page's
+    end, and exactly those on the last page (fewer items than `limit` asks: past the page cap here)."""
+    client = create_app(write("spec.yaml", COHERENT)).test_client()
+    pages = [body(client.get(f"/dags?limit=3&offset={offset}")) for offset in (0, 3, 6)]
+    assert [len(page["dags"]) for page in pages] == [3, 3, 3]
+    assert len({page["total_entries"] for page in pages}) == 1 and pages[0]["total_entries"] >= 9
+    assert body(client.get("/dags?limit=3&offset=0")) == pages[0]
+    far = body(client.get("/dags?limit=10&offset=5000"))
+    assert far["total_entries"] >= 5010
+    last = body(client.get("/dags?limit=1000&offset=20"))
+    assert len(last["dags"]) == 100 and last["total_entries"] == 120
+    assert body(client.get("/dags?limit=0"))["dags"] == []
+
+
+def test_a_total_beside_a_bounded_list_or_inside_meta_is_reconciled(write):
+    spec = COHERENT.replace(
+        "                  dags: {type: array, items: {$ref: '#/components/schemas/Dag'}}\n"
+        "                  total_entries: {type: integer}",
+        "                  dags: {type: array, maxItems: 4, items: {$ref: '#/components/schemas/Dag'}}\n"
+        "                  total_entries: {type: integer, example: 2}\n"
+        "                  meta: {type: object, required: [totalCount], properties: {totalCount: {type: integer}}}"
+    ).replace("- {name: owner,", "- {name: page, in: query, schema: {type: integer}}\n        - {name: owner,")
+    client = create_app(write("spec.yaml", spec)).test_client()
+    full = body(client.get("/dags?limit=3&offset=30"))  # the example's 2 is fewer than the items seen
+    assert len(full["dags"]) == 3 and full["total_entries"] == full["meta"]["totalCount"] == 33
+    bounded = body(client.get("/dags?limit=10&offset=10"))  # 4 items at most: the last page, 10 before it
+    assert len(bounded["dags"]) == 4 and bounded["total_entries"] == bounded["meta"]["totalCount"] == 14
+    numbered = body(client.get("/dags?limit=10&page=3"))  # pages of 10: 20 items before this one
+    assert numbered["total_entries"] == numbered["meta"]["totalCount"] == 24
 
 
 def test_a_limit_inside_an_object_parameter_sizes_the_list(write):

@@ -17,16 +17,19 @@ from contextlib import contextmanager
 from itertools import takewhile
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, unquote, urlencode
 
 import pytest
 import yaml
+from requests.structures import CaseInsensitiveDict
+from werkzeug.wrappers import Request, Response
 
 from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT, SAMPLE_PROJECT, free_port
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.data import load as load_data
+from mockserver.contract.links import Exchange, evaluate, links_to, values
 from mockserver.core.fixture_values import caller_for, derive
 from mockserver.core.spec import SpecIndex
 from mockserver.testing import MockServer
@@ -40,7 +43,8 @@ NOTES = DATA / "contract"
 VAULT = DATA / "credentials"  # basic auth, an API key in the query and a bearer token, one per operation
 VAULT_ARGS = ["--spec", str(VAULT / "openapi.yaml"), "--fixtures", str(VAULT / "fixtures"), "--token", "vault-key",
               "--basic", "vault-key:any-password"]
-NOTES_ARGS = ["--spec", str(NOTES / "notes.yaml"), "--fixtures", str(NOTES / "fixtures"), "--token", "reader"]
+NOTES_ARGS = ["--spec", str(NOTES / "notes.yaml"), "--fixtures", str(NOTES / "fixtures"), "--token", "reader",
+              "--data", str(NOTES / "data.yaml")]  # the fixtures' ids are not sent to a --url
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Any]
 Rewrite = Callable[[str, list[tuple[str, str]], bytes], tuple[str, list[tuple[str, str]], bytes]]
 
@@ -223,14 +227,17 @@ def test_the_same_seed_sends_the_same_requests(capsys: pytest.CaptureFixture[str
     assert "repeat with --seed 42" in outputs[0]
 
 
-def test_the_kindgi_mock_keeps_the_contract_and_fixture_ids_reach_200s(capsys: pytest.CaptureFixture[str]):
+def test_the_kindgi_mock_served_keeps_the_contract_with_ids_it_lists(capsys: pytest.CaptureFixture[str]):
+    """Against a --url the fixtures' ids are not sent: the ids come from the mock's own lists (the eval suite's
+    from the description's example), and every operation still reaches its 200s."""
     with MockServer(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True) as server:
         code = main(["contract", "--url", server.url, "--token", "demo-token", "--max-examples", "10", "--seed", "5"])
     output = capsys.readouterr().out
     assert code == 0, output
     lines = [line for line in output.splitlines() if line.startswith("GET ")]
     assert len(lines) == 4 and all("200×" in line for line in lines), lines
-    assert "ids from the fixtures: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output
+    assert "ids discovered on the target: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output
+    assert "ids from the fixtures" not in output
 
 
 @pytest.mark.parametrize("token", ["demo-token", "other-tenant-token"])
@@ -619,7 +626,8 @@ def test_the_token_comes_from_a_file_or_the_environment(source: str, tmp_path: P
     given = ["--token-file", str(secret)] if source == "file" else ["--token-env", "NOTES_TOKEN"]
     with serving(notes_mock()) as url:
         code = main(["contract", "--url", url, "--spec", str(NOTES / "notes.yaml"), "--fixtures",
-                     str(NOTES / "fixtures"), *given, "--max-examples", "3", "--seed", "1"])
+                     str(NOTES / "fixtures"), "--data", str(NOTES / "data.yaml"), *given, "--max-examples", "3",
+                     "--seed", "1"])
     output = capsys.readouterr().out
     assert code == 0, output
     assert "answers: 200×" in operation_lines(output)["GET /notebooks/{notebookId}/notes"]
@@ -715,6 +723,161 @@ def test_a_deployment_with_ids_of_its_own_passes_with_ids_discovered_and_the_res
     assert all("answers: 200×" in line for line in operation_lines(passed).values()), passed
 
 
+def test_a_deployment_is_never_sent_the_fixtures_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Run with Kindgi's fixtures against a deployment holding other data: the ids it is called with are the ones
+    it lists (and the description's own examples), never one only the fixtures hold."""
+    pipeline = pipeline_of(create_app(KINDGI_SPEC, KINDGI_FIXTURES))
+    described = {"acme.drafting", "acme.drafting.test-set", "acme.drafting-accuracy"}  # the description's examples
+    fixture_only = {str(value) for op in pipeline.spec.operations.values()
+                    for combo in derive(pipeline.fixtures, op.id, caller_for(pipeline.auth, "demo-token"))
+                    for value in combo.values() if str(value).startswith("acme.")} - described
+    assert "acme.drafting.corrections" in fixture_only, fixture_only
+    seen: list[str] = []
+    deployment = create_app(KINDGI_SPEC, ids_of_its_own(tmp_path / "fixtures"), strict_auth=True)
+    record = lambda environ: seen.append(unquote(environ["PATH_INFO"] + "?" + environ.get("QUERY_STRING", "")))  # noqa: E731
+    with serving(on_request_of(deployment, record), "") as url:
+        kindgi_contract(url, "--fixtures", str(KINDGI_FIXTURES))
+    output = capsys.readouterr().out
+    assert "ids discovered on the target: listTestSetVersionCases (3), listAgentTestSetCases (3)" in output, output
+    assert "ids from the fixtures" not in output
+    assert any("globex.drafting.corrections" in request for request in seen)
+    sent = [(request, value) for request in seen for value in fixture_only
+            if re.search(re.escape(value) + r"\b", request)]
+    assert not sent, sent[:5]
+
+
+LINKED = DATA / "links" / "openapi.yaml"
+
+
+def linked_pets(seen: list[str]) -> Wsgi:
+    """The pets of tests/data/links, served by hand: ids unlike anything a name would guess (`uid`), an owner
+    named by a header; it notes the path and query of every request."""
+    pets = {"p-7f3a": ("Rex", "o-31c4"), "p-8e2b": ("Tom", "o-4d09")}
+    owners = {"o-31c4": "Ada", "o-4d09": "Grace"}
+
+    @Request.application
+    def app(request: Request) -> Response:
+        seen.append(request.full_path)
+        parts = request.path.strip("/").split("/")
+        found: Any = None
+        headers = {}
+        if request.method != "GET":
+            return Response("", 405, headers={"Allow": "GET"})
+        if parts == ["pets"]:
+            found = [{"uid": uid, "name": name} for uid, (name, _) in pets.items()]
+        elif len(parts) == 2 and parts[0] == "pets" and parts[1] in pets:
+            found = {"uid": parts[1], "name": pets[parts[1]][0]}
+            headers["X-Owner"] = pets[parts[1]][1]
+        elif parts[0] == "pets" and parts[1:] and parts[1] in pets and parts[2:] == ["toys"]:
+            found = {"ball": ["red ball"], "bone": []}.get(request.args.get("kind", ""))
+        elif len(parts) == 2 and parts[0] == "owners" and parts[1] in owners:
+            found = {"name": owners[parts[1]]}
+        if found is None:
+            return Response(json.dumps({"message": "not found"}), 404, content_type="application/json")
+        return Response(json.dumps(found), 200, headers=headers, content_type="application/json")
+
+    return app
+
+
+@pytest.mark.parametrize("links", [True, False], ids=["links", "no links"])
+def test_ids_are_discovered_where_the_description_links_them(links: bool, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]):
+    """Nothing in the list's items is named after `petId`: the links say it is `uid`, a pet's owner is its
+    `X-Owner` header (an operationRef) and its toys take its own path value and a constant. With the links every
+    operation's success is checked with discovered values; without them nothing is discovered (Schemathesis reuses
+    the list's `uid`s by itself, but an owner, named only by a header, is never reached) and the run fails."""
+    spec = tmp_path / "openapi.yaml"
+    described = yaml.safe_load(LINKED.read_text())
+    if not links:
+        for item in described["paths"].values():
+            for response in item["get"]["responses"].values():
+                response.pop("links", None)
+    spec.write_text(yaml.safe_dump(described, sort_keys=False))
+    seen: list[str] = []
+    with serving(linked_pets(seen), "") as url:
+        code = main(["contract", "--url", url, "--spec", str(spec), "--max-examples", "3", "--seed", "1"])
+    output = capsys.readouterr().out
+    lines = operation_lines(output)
+    if links:
+        assert code == 0, output
+        assert "ids discovered on the target: getPet (2), listToys (2), getOwner (2)" in output, output
+        assert all("answers: 200×" in line for line in lines.values()), output
+        assert {"/pets/p-7f3a/toys?kind=ball", "/owners/o-4d09?"} <= set(seen), seen
+    else:
+        assert code == 1, output
+        assert "ids discovered on the target: none" in output, output
+        assert "answers: 200×" not in lines["GET /owners/{ownerId}"], output  # an owner is named only by a header
+        assert not {"/owners/o-31c4?", "/owners/o-4d09?"} & set(seen), seen
+
+
+def test_a_link_reads_the_answers_of_the_status_it_is_declared_on():
+    found, _ = links_to(SpecIndex(LINKED))
+    to_pet, to_owner, to_toys = found["getPet"][0], found["getOwner"][0], found["listToys"][0]
+    listed = Exchange("GET", {}, 200, {}, [{"uid": "p-0001"}, {"name": "no uid"}, {"uid": "p-0002"}])
+    assert values(to_pet, listed) == [{("path", "petId"): "p-0001"}, {("path", "petId"): "p-0002"}]
+    assert values(to_pet, Exchange("GET", {}, 404, {}, [{"uid": "p-0001"}])) == []  # declared on the 200 only
+    pet = Exchange("GET", {("path", "petId"): "p-0001"}, 200, CaseInsensitiveDict({"x-owner": "o-0009"}), {})
+    assert values(to_owner, pet) == [{("path", "ownerId"): "o-0009"}]
+    assert values(to_toys, pet) == [{("path", "petId"): "p-0001", ("query", "kind"): "ball"}]
+    assert evaluate("pets/{$request.path.petId}/{$statusCode}", pet) == "pets/p-0001/200"
+
+
+def test_a_link_discovery_cannot_follow_is_named_with_where_it_stands(tmp_path: Path):
+    described = yaml.safe_load(LINKED.read_text())
+    links = described["paths"]["/pets/{petId}"]["get"]["responses"]["200"]["links"]
+    links["GetOwner"]["operationRef"] = "other.yaml#/paths/~1owners/get"
+    links["ListToys"]["parameters"]["colour"] = "red"
+    described["components"]["links"]["GetPet"]["operationId"] = "getPett"
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(yaml.safe_dump(described, sort_keys=False))
+    found, problems = links_to(SpecIndex(spec))
+    assert not found, found
+    written = spec.read_text().splitlines()
+    where = {name: f"{spec}:{written.index(f'            {name}:') + 1}" for name in ("GetPet", "GetOwner", "ListToys")}
+    assert problems == [
+        f"link GetPet of GET /pets ({where['GetPet']}) not followed: no operation 'getPett' in the description",
+        f"link GetOwner of GET /pets/{{petId}} ({where['GetOwner']}) not followed: operationRef "
+        "'other.yaml#/paths/~1owners/get' is not a local #/paths/… reference to an operation",
+        f"link ListToys of GET /pets/{{petId}} ({where['ListToys']}) not followed: "
+        "GET /pets/{petId}/toys has no parameter 'colour'"], problems
+
+
+PINNED = DATA / "pinned" / "openapi.yaml"
+
+
+def every_dag(seen: list[str]) -> Wsgi:
+    """The runs of tests/data/pinned, by hand: the one DAG it lists is `etl`, `running`; the runs of every DAG
+    (`~`) in the state `queued` are there. It notes the path and query of every request."""
+    @Request.application
+    def app(request: Request) -> Response:
+        seen.append(unquote(request.full_path))
+        if request.method != "GET":
+            return Response("", 405, headers={"Allow": "GET"})
+        if request.path == "/dags":
+            return Response(json.dumps({"dags": [{"dag_id": "etl", "state": "running"}]}), 200,
+                            content_type="application/json")
+        if request.path == "/dags/~/runs" and request.args.get("state") == "queued":
+            return Response(json.dumps({"runs": ["r1"]}), 200, content_type="application/json")
+        return Response(json.dumps({"detail": "no such DAG"}), 404, content_type="application/json")
+
+    return app
+
+
+def test_a_parameter_fixed_to_one_value_keeps_it_in_every_phase(capsys: pytest.CaptureFixture[str]):
+    """`dag_id` is `const: "~"` and `state` an `enum` of one: the list's link (and its items' field names) would
+    fill them with `etl` and `running`, as the stateful phase did to Airflow's `dag_id`. No request carries those;
+    only the negative cases send other values, on purpose."""
+    seen: list[str] = []
+    with serving(every_dag(seen), "") as url:
+        code = main(["contract", "--url", url, "--spec", str(PINNED), "--max-examples", "20", "--seed", "1"])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    runs = [request for request in seen if request.startswith("/dags/") and "/runs" in request]
+    assert "/dags/~/runs?state=queued" in runs, runs
+    assert not [request for request in runs if "etl" in request or "running" in request], runs
+    assert re.search(r"^\s+ok\s+negative_data_rejection\s+\d+ passed", output, re.M), output
+
+
 def test_data_per_parameter_pairs_the_nth_values(tmp_path: Path):
     data = tmp_path / "data.yaml"
     data.write_text("parameters:\n  suiteId: [a.one, a.two]\n  version: 1.0.0\n")
@@ -777,3 +940,41 @@ def test_each_security_scheme_takes_a_credential_of_its_own(capsys: pytest.Captu
                              api_keys={"api_key": "k"})
     assert {label: (one.headers, one.query) for label, one in contract.credentials.items()} == {
         "GET /stats": ({}, {"api_key": "k"}), "GET /me": ({"Authorization": "Bearer b"}, {})}
+
+
+CURSOR_PAGES = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /runs:
+    get:
+      parameters: [{name: cursor, in: query, schema: {type: string}}, {name: limit, in: query, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties: {runs: {type: array, items: {type: object}}, next_cursor: {type: [string, 'null']}}
+  /pages:
+    get:
+      parameters: [{name: cursor, in: query, schema: {type: string}}]
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {type: object, properties: {data: {type: array, items: {type: object}}}}
+                  - {type: object, properties: {hasMore: {type: boolean}, nextCursor: {type: string}}}
+"""
+
+
+def test_the_cursor_checks_are_owed_only_by_pages_that_say_hasmore(write):
+    """Without fixtures, a `cursor` parameter alone (Airflow's pages say `next_cursor` only) does not make the run
+    fail because `next_cursor_when_has_more` and `cursor_walk` never applied; a page with `hasMore` still owes them."""
+    raw = load_contract(write("spec.yaml", CURSOR_PAGES), None).schema.raw_schema
+    assert raw["paths"]["/runs"]["get"]["x-contract"]["page"] is None
+    assert raw["paths"]["/pages"]["get"]["x-contract"]["page"]["hasMore"] == "hasMore"

@@ -1,5 +1,7 @@
 """Errors in the API's own shape: RFC 7807 when the description says nothing else, else the API's own error body
 (its example, or one generated from its schema), carrying the mock's message where the schema takes one."""
+import re
+
 from conftest import body
 from mockserver import create_app
 
@@ -125,3 +127,87 @@ def test_the_mock_s_own_errors_fit_a_declared_default_schema_status_by_status(wr
     invalid = body(client.get("/files/x", headers={"Authorization": "Bearer t"}))
     assert (invalid["type"], invalid["status"], invalid["code"]) == ("error", 400, "bad_request")
     assert "'x' is not of type 'integer'" in invalid["message"]
+
+
+RANGED = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+components:
+  securitySchemes: {bearer: {type: http, scheme: bearer}}
+  schemas:
+    Message: {type: object, required: [message], properties: {message: {type: string}}}
+paths:
+  /things/{id}:
+    get:
+      security: [{bearer: []}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200':
+          description: ok
+          headers: {X-Page: {schema: {type: integer}, example: 1}}
+          content: {application/json: {schema: {type: object, properties: {id: {type: integer}}}}}
+        4XX:
+          description: refused
+          headers:
+            X-Reason: {schema: {type: string}, example: refused}
+            X-Trace: {required: true, schema: {type: string, pattern: '^t-[0-9]+$'}}
+          content: {application/json: {schema: {$ref: '#/components/schemas/Message'}}}
+        default:
+          description: anything else
+          headers: {X-Other: {schema: {type: integer}, example: 7}}
+          content: {application/json: {schema: {$ref: '#/components/schemas/Message'}}}
+  /ok:
+    get:
+      responses:
+        2XX:
+          description: fine
+          headers: {X-Batch: {schema: {type: string}, example: b1}}
+"""
+
+
+def test_headers_of_a_range_or_default_response_come_with_its_answers(write):
+    """A `4XX` or `default` response's headers (its examples, a required one generated to fit) are sent with
+    every answer it gives: the mock's own refusals (401, 400), `Prefer: code=`, and a status only `default`
+    covers; a `2XX` success's too. The body is that response's own, never RFC 7807 beside it."""
+    client = create_app(write("spec.yaml", RANGED)).test_client()
+    token = {"Authorization": "Bearer t"}
+    refusals = [client.get("/things/1"), client.get("/things/x", headers=token),
+                client.get("/things/1", headers={**token, "Prefer": "code=404"})]
+    assert [r.status_code for r in refusals] == [401, 400, 404]
+    for refusal in refusals:
+        assert refusal.headers["X-Reason"] == "refused" and re.fullmatch(r"t-[0-9]+", refusal.headers["X-Trace"])
+        assert "X-Other" not in refusal.headers and isinstance(body(refusal)["message"], str)
+    down = client.get("/things/1", headers={**token, "Prefer": "code=503"})
+    assert down.status_code == 503 and down.headers["X-Other"] == "7" and "X-Reason" not in down.headers
+    assert down.content_type == "application/json" and isinstance(body(down)["message"], str)
+    assert client.get("/things/1", headers=token).headers["X-Page"] == "1"
+    assert client.get("/ok").headers["X-Batch"] == "b1"
+
+
+def test_an_error_on_no_operation_takes_the_api_s_shape_for_that_status(write):
+    """A path the description lacks is a 404 in the media type and body the API declares for 404 (a FastAPI
+    `{detail}` in application/json; Box's own error body), not a problem+json it never speaks."""
+    fastapi = write("fastapi.yaml", """
+        openapi: 3.1.0
+        info: {title: t, version: '1'}
+        paths:
+          /dags/{dag_id}:
+            get:
+              parameters: [{name: dag_id, in: path, required: true, schema: {type: string}}]
+              responses:
+                '200': {description: ok, content: {application/json: {schema: {type: object}}}}
+                '404':
+                  description: none
+                  content:
+                    application/json:
+                      schema: {type: object, required: [detail], properties: {detail: {type: string}}}
+    """)
+    missing = create_app(fastapi).test_client().get("/dags/a/b")
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+    assert "no operation at /dags/a/b" in body(missing)["detail"]
+    box = write("box.yaml", OWN_DEFAULT.replace("        default:", "        '404':\n          description: gone\n"
+                                                "          content: {application/json: {schema: {$ref: "
+                                                "'#/components/schemas/ClientError'}}}\n        default:"))
+    missing = create_app(box).test_client().get("/folders/1", headers={"Authorization": "Bearer t"})
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+    assert (body(missing)["type"], body(missing)["code"]) == ("error", "not_found")

@@ -22,6 +22,40 @@ def test_a_less_concrete_template_still_answers_another_method():
     assert ROUTER.match("DELETE", "/api/users/me").operation.path == "/users/{id}"
 
 
+def test_a_method_the_concrete_path_lacks_is_405_where_the_template_s_value_would_not_fit():
+    """FastAPI's `POST /backfills/dry_run` beside `GET /backfills/{backfill_id}` (an integer): `GET
+    /backfills/dry_run` names the concrete path, so it is a 405 with its Allow, not a 422 for `dry_run`; a value
+    that fits still reaches the template (`DELETE /users/me` above)."""
+    routes = [op("POST", "/backfills/dry_run"), op("GET", "/backfills/{backfill_id}")]
+    router = Router(routes, fits=lambda operation, values: all(v.isdigit() for v in values.values()))
+    with pytest.raises(MockError) as caught:
+        router.match("GET", "/backfills/dry_run")
+    assert caught.value.status == 405 and caught.value.headers == {"Allow": "POST"}
+    assert router.match("GET", "/backfills/7").path_params == {"backfill_id": "7"}
+    assert router.match("GET", "/backfills/x").operation.path == "/backfills/{backfill_id}"  # then a 400 or 422
+
+
+def test_a_typed_path_parameter_decides_the_route_in_the_mock(write):
+    from conftest import body
+    from mockserver import create_app
+
+    client = create_app(write("spec.yaml", """
+        openapi: 3.1.0
+        info: {title: t, version: '1'}
+        paths:
+          /backfills/dry_run:
+            post: {responses: {'200': {description: ok}}}
+          /backfills/{backfill_id}:
+            get:
+              parameters: [{name: backfill_id, in: path, required: true, schema: {type: integer}}]
+              responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
+    """)).test_client()
+    refused = client.get("/backfills/dry_run")
+    assert refused.status_code == 405 and refused.headers["Allow"] == "POST" and "GET" in body(refused)["detail"]
+    assert client.get("/backfills/3").status_code == 200
+    assert client.get("/backfills/three").status_code == 400
+
+
 def test_a_parameter_inside_a_segment():
     match = ROUTER.match("GET", "/api/Accounts/AC123.json")
     assert match.path_params == {"Sid": "AC123"}

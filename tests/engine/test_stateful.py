@@ -349,6 +349,59 @@ def test_stateful_in_the_settings_infers_what_the_fixtures_leave_out_seeded_from
     assert client.post("/owners", json={"login": "ana"}).status_code == 409  # declared ones stay as declared
 
 
+POOLS = """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /pools:
+    post:
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/PoolBody'}}}}
+      responses:
+        '201': {description: made, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+  /pools/{pool_name}:
+    parameters: [{name: pool_name, in: path, required: true, schema: {type: string}}]
+    get:
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Pool'}}}}
+        '404': {description: none}
+    delete:
+      responses: {'204': {description: gone}, '404': {description: none}}
+components:
+  schemas:
+    PoolBody:
+      type: object
+      required: [name, slots]
+      properties:
+        name: {type: string}
+        slots: {type: integer}
+        include_deferred: {type: boolean, default: false}
+        team_name: {anyOf: [{type: string}, {type: 'null'}]}
+    Pool:
+      type: object
+      required: [name, slots, include_deferred, team_name, occupied_slots]
+      properties:
+        name: {type: string}
+        slots: {type: integer}
+        include_deferred: {type: boolean}
+        team_name: {anyOf: [{type: string}, {type: 'null'}]}
+        occupied_slots: {type: integer, minimum: 0}
+"""
+
+
+def test_a_path_parameter_named_for_its_resource_keys_it_by_its_last_word(write):
+    """FastAPI's `/pools/{pool_name}` over items whose key is `name`: inferred, so a deleted pool is gone. What
+    the reads require and the create leaves out is the server's to fill: the body's default, null where the
+    reads take it, a value made up where no body may send it."""
+    client = create_app(write("spec.yaml", POOLS), stateful=True).test_client()
+    made = client.post("/pools", json={"name": "p1", "slots": 4})
+    assert made.status_code == 201
+    pool = body(client.get("/pools/p1"))
+    assert pool == body(made) and isinstance(pool.pop("occupied_slots"), int)
+    assert pool == {"name": "p1", "slots": 4, "include_deferred": False, "team_name": None}
+    assert client.delete("/pools/p1").status_code == 204
+    assert client.get("/pools/p1").status_code == 404
+
+
 # -- the contract's stateful phase --------------------------------------------------------------------------------
 def stateful_phase(petstore: Path, url: str | None = None) -> Any:
     from mockserver.contract.runner import Options, run

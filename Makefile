@@ -69,8 +69,9 @@ bench: install-test
 	$(BIN)/python -c "import gunicorn" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/run.py
 
-# the published corpus (issue 8), mocked with no fixtures and checked by schemathesis: 5-6 minutes on 2 cores;
-# writes bench/results/corpus.json. Skipped (exit 0) when ../shared/corpus is absent.
+# the published corpus (issues 8, 17, 19), mocked with no fixtures and checked by `mockserver contract` itself in a
+# positive and a negative mode (docs/COMPATIBILITY.md); writes bench/results/corpus.json. Skipped (exit 0) when
+# ../shared/corpus is absent.
 corpus: install-test
 	$(BIN)/python bench/corpus.py $(CORPUS_ARGS)
 

@@ -118,6 +118,24 @@ def _api_key(text: str) -> tuple[str, str]:
     return name, value
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated list (`--checks a,b`, `--phases examples,fuzzing`)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
+    return names
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -161,6 +179,7 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the in-process mock: no line per request
     try:
         token = _token(args)
+        checks, exclude_checks, phases = _contract_choices(args)
     except ValueError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
@@ -171,14 +190,37 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                operations=args.operation, allow_untested=args.allow_untested,
                                min_responses=args.min_responses, force=not args.no_force,
                                exclude=args.exclude_operation, read_only=args.read_only, stateful=args.stateful,
-                               request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover)
+                               request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover,
+                               mode=args.mode, checks=checks, exclude_checks=exclude_checks, phases=phases,
+                               coverage_cap=args.coverage_cap, credentials=not args.no_auth)
     try:
-        return contract.check(options, args.junit)
+        return contract.check(options, args.junit, json_path=args.report_json)
     except LoadError as exc:
         _report(exc)
     except (contract.UnknownOperation, contract.DataError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
+
+
+def _contract_choices(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """--checks, --exclude-checks and --phases, each name known (ValueError otherwise), and --no-auth alone."""
+    from schemathesis.checks import CHECKS, load_all_checks
+
+    from .contract import PHASES
+
+    if args.no_auth and any((args.token, args.token_env, args.token_file, args.auth_bearer, args.api_key, args.basic)):
+        raise ValueError("--no-auth sends no credentials: leave out --token, --auth-bearer, --api-key and --basic")
+    load_all_checks()
+    known = {*CHECKS.get_all_names(), "max_response_time"}
+    checks = [name for names in args.checks for name in names] or ["all"]
+    excluded = [name for names in args.exclude_checks for name in names]
+    unknown = [name for name in [*checks, *excluded] if name not in known and name != "all"]
+    if unknown:
+        raise ValueError(f"no check {', '.join(unknown)}; there are: {', '.join(sorted(known))}")
+    phases = [name for names in args.phases for name in names] or list(PHASES)
+    if not set(phases) <= set(PHASES):
+        raise ValueError(f"no phase {', '.join(p for p in phases if p not in PHASES)}; there are: {', '.join(PHASES)}")
+    return checks, excluded, list(dict.fromkeys(phases))
 
 
 def _coverage(args: argparse.Namespace) -> int:
@@ -332,8 +374,29 @@ def main(argv: list[str] | None = None) -> int:
                           help="another header sent with every call (repeatable)")
     contract.add_argument("--max-examples", type=int, default=None, help="generated examples per operation and phase "
                                                                          "(default 100)")
+    contract.add_argument("--mode", choices=["positive", "negative", "all"], default="all",
+                          help="what Schemathesis generates: data the description allows (positive), data it forbids "
+                               "(negative: the run then expects no success and judges only the credentials) or both "
+                               "(default %(default)s)")
+    contract.add_argument("--no-auth", action="store_true",
+                          help="send no credentials at all (in-process, not even the mock's own): every operation "
+                               "that requires them should be refused; with --mode negative that is no failure")
+    contract.add_argument("--phases", type=_names, action="append", default=[], metavar="PHASE,…",
+                          help="Schemathesis' phases to run, of examples, coverage, fuzzing, stateful (default: all "
+                               "four)")
+    contract.add_argument("--coverage-cap", type=_positive, metavar="N",
+                          help="the coverage phase's first N requests per operation only (it is not bounded by "
+                               "--max-examples: over 1,000 for some operations of big descriptions)")
+    contract.add_argument("--checks", type=_names, action="append", default=[], metavar="NAME,…",
+                          help="run only these checks (Schemathesis' and the contract's, comma-separated; default: "
+                               "all)")
+    contract.add_argument("--exclude-checks", type=_names, action="append", default=[], metavar="NAME,…",
+                          help="leave these checks out (comma-separated)")
     contract.add_argument("--seed", type=int, help="repeat a run: the same seed sends the same requests")
     contract.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    contract.add_argument("--report-json", type=Path, metavar="FILE",
+                          help="write the report as JSON: verdict, gaps, per-check and per-operation counts, every "
+                               "failure with its curl")
     contract.add_argument("--operation", nargs="+", action="extend", default=[], metavar="ID",
                           help="check only these operations, by operationId or as 'GET /path'")
     contract.add_argument("--min-responses", type=_percent, metavar="PERCENT",

@@ -9,27 +9,31 @@ from typing import TextIO
 
 from .credentials import Credentials, Sent
 from .data import DataError
-from .report import junit, text
+from .report import as_json, junit, text, write_json
 from .results import Finding, Gap, RunResult, fold
-from .runner import DEFAULT_MAX_EXAMPLES, PHASES, CoverageCap, Options, run
+from .runner import DEFAULT_MAX_EXAMPLES, MODES, PHASES, CoverageCap, Options, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding", "Gap",
-           "Options", "RunResult", "Sent", "UnknownOperation", "check", "fold", "inline_operations", "load_contract",
-           "run"]
+__all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding",
+           "Gap", "Options", "RunResult", "Sent", "UnknownOperation", "as_json", "check", "fold", "inline_operations",
+           "load_contract", "run"]
 
 
-def check(options: Options, junit_path: Path | None = None, progress: TextIO = sys.stderr) -> int:
-    """Run, print the report, write the JUnit file if asked: 0 when everything passed, else 1. Raises LoadError or
+def check(options: Options, junit_path: Path | None = None, progress: TextIO | None = None,
+          json_path: Path | None = None) -> int:
+    """Run, print the report, write the JUnit file and the JSON report (`as_json`) if asked: 0 when everything
+    passed, else 1. Raises LoadError or
     UnknownOperation (usage problems, exit 2 for the CLI) before any call. As it goes, a line per operation and
     phase on `progress`, and the JUnit file rewritten, so a run killed by a CI timeout leaves a partial report."""
+
+    shown = progress or sys.stderr  # the stream of the moment (not the one when this module was imported)
 
     def step(result: RunResult, phase: str, label: str) -> None:
         op = result.operations.get(label)
         if op is not None:
             failures = sum(op.failed.values())
             print(f"mockserver contract: {phase:<9} {label} · {sum(op.statuses.values())} answers, "
-                  f"{failures} failure(s)", file=progress, flush=True)
+                  f"{failures} failure(s)", file=shown, flush=True)
         if junit_path is not None:
             junit(result, junit_path, complete=False)
 
@@ -37,4 +41,6 @@ def check(options: Options, junit_path: Path | None = None, progress: TextIO = s
     print(text(result), flush=True)
     if junit_path is not None:
         junit(result, junit_path)
+    if json_path is not None:
+        write_json(result, json_path)
     return 0 if result.passed else 1

@@ -42,9 +42,13 @@ class Sent:
     headers: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     cookies: dict[str, str] = field(default_factory=dict)
+    # headers of schemes Schemathesis makes no security parameter for (OAuth 2, OpenID Connect): it would send
+    # nothing there, so the run puts them on each of the operation's calls itself
+    plain: set[str] = field(default_factory=set)
 
     def key(self) -> tuple[tuple[tuple[str, str], ...], ...]:
-        return tuple(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies))
+        plain = tuple((name, "") for name in sorted(self.plain))
+        return (*(tuple(sorted(part.items())) for part in (self.headers, self.query, self.cookies)), plain)
 
     def __bool__(self) -> bool:
         return bool(self.headers or self.query or self.cookies)
@@ -54,6 +58,7 @@ class Sent:
         for mine, theirs in ((self.headers, other.headers), (self.query, other.query), (self.cookies, other.cookies)):
             for name, value in theirs.items():
                 mine.setdefault(name, value)
+        self.plain |= {name for name in other.plain if self.headers.get(name) == other.headers.get(name)}
 
 
 def credential(scheme: Any, credentials: Credentials) -> Sent | None:
@@ -75,8 +80,10 @@ def credential(scheme: Any, credentials: Credentials) -> Sent | None:
         return Sent(query={name: key}) if where == "query" else \
             Sent(cookies={name: key}) if where == "cookie" else Sent(headers={name: key})
     bearer = credentials.bearer or credentials.token
-    if bearer is not None and ((kind == "http" and http == "bearer") or kind in ("oauth2", "openidconnect")):
+    if bearer is not None and kind == "http" and http == "bearer":
         return Sent(headers={"Authorization": f"Bearer {bearer}"})
+    if bearer is not None and kind in ("oauth2", "openidconnect"):
+        return Sent(headers={"Authorization": f"Bearer {bearer}"}, plain={"Authorization"})
     return None  # mutual TLS, HTTP digest …, or no credential for the scheme: nothing the run can send
 
 
@@ -126,7 +133,10 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
 
     With `security_parameters` (Schemathesis' default) Schemathesis adds each security scheme's header, query
     parameter or cookie to the operations that require it, and the credentials are its values for them: they
-    reach only their own operation, and `ignored_auth` knows them for explicit ones. Without, they are headers of
+    reach only their own operation, and `ignored_auth` knows them for explicit ones; OAuth 2 and OpenID Connect
+    schemes have no such parameter in Schemathesis, so their bearer token is put on each call of their operations
+    (`PlainHeaders`: a configured header would ride along on other operations, over their own credentials).
+    Without, they are headers of
     the operation's (a query API key then cannot be sent); Schemathesis 4.32 keeps one HTTP session per thread
     with the headers of the first operation it ran, so a credential header may then ride along on an operation
     that has none of its own — harmless against a mock that lets any well-formed credential in."""
@@ -134,6 +144,7 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
         schema.config.update(headers=headers)
     schema.config.generation.update(with_security_parameters=security_parameters)
     groups: dict[Any, tuple[Sent, list[str]]] = {}
+    plain: dict[str, dict[str, str]] = {}
     for label, one in sent.items():
         groups.setdefault(one.key(), (one, []))[1].append(label)
     configs = []
@@ -143,8 +154,11 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
         if security_parameters:
             parameters = {f"{where}.{name}": value for where, values in (("header", one.headers), ("query", one.query),
                                                                           ("cookie", one.cookies))
-                          for name, value in values.items() if name not in headers or where != "header"}
+                          for name, value in values.items()
+                          if where != "header" or (name not in headers and name not in one.plain)}
             configs.append(OperationConfig(filter_set=filter_set, parameters=parameters))
+            plain.update({label: {name: one.headers[name] for name in one.plain if name not in headers}
+                          for label in labels if one.plain})
         else:
             cookie = "; ".join(f"{name}={value}" for name, value in one.cookies.items())
             configs.append(OperationConfig(filter_set=filter_set,
@@ -152,3 +166,26 @@ def apply(schema: OpenApiSchema, sent: dict[str, Sent], headers: dict[str, str],
                                                     **headers}))
     schema.config.operations.operations.extend(configs)
     schema.config.operations._cache.clear()
+    if plain:
+        added = PlainHeaders(plain)
+        schema.hook("map_case")(added)
+
+        def before_add_examples(context: Any, examples: list[Any]) -> None:
+            for case in examples:
+                added(context, case)
+
+        schema.hook(before_add_examples)
+
+
+class PlainHeaders:
+    """Schemathesis `map_case` hook (generated cases) and `before_add_examples` (explicit examples): the credential
+    headers Schemathesis has no security parameter for, on each case of their own operations only (by label)."""
+
+    def __init__(self, by_label: dict[str, dict[str, str]]) -> None:
+        self.by_label = by_label
+
+    def __call__(self, context: Any, case: Any) -> Any:
+        headers = self.by_label.get(case.operation.label)
+        if headers:
+            case.headers = {**(case.headers or {}), **headers}
+        return case

@@ -8,7 +8,11 @@ calls got through and reached what the checks look at, so an operation is a gap 
 - it answered with success, yet one of the checks its description makes relevant never applied (a list whose
   pages never had a next one leaves the cursor walk unchecked).
 
-Operations a team knowingly leaves untested (`--allow-untested`) are excused: reported, not failed."""
+Operations a team knowingly leaves untested (`--allow-untested`) are excused: reported, not failed.
+
+A negative run (`--mode negative`) sends data the description forbids, which a server is right to refuse: it
+expects no success, so only the credentials are judged (and only where the run sends any: without credentials,
+`--no-auth`, every call of a secured operation refused is the expected outcome, not a gap)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -19,19 +23,23 @@ REFUSED = frozenset({401, 403})
 BEFORE_AUTH = frozenset({400, 422})  # validation answers some servers give before they read the credentials
 
 
-def judge(operations: Iterable[OperationResult], allowed: set[str]) -> tuple[list[Gap], list[Gap]]:
-    """The gaps that fail the run, and those of the `allowed` operations (by label), excused."""
+def judge(operations: Iterable[OperationResult], allowed: set[str], *,
+          expect_success: bool = True) -> tuple[list[Gap], list[Gap]]:
+    """The gaps that fail the run, and those of the `allowed` operations (by label), excused. `expect_success`:
+    False for a negative run, whose calls a server is right to refuse."""
     failing: list[Gap] = []
     excused: list[Gap] = []
     for op in operations:
-        (excused if op.label in allowed else failing).extend(gaps(op))
+        (excused if op.label in allowed else failing).extend(gaps(op, expect_success=expect_success))
     return failing, excused
 
 
-def gaps(op: OperationResult) -> list[Gap]:
+def gaps(op: OperationResult, *, expect_success: bool = True) -> list[Gap]:
     """What the run did not see of one operation; the credentials first, since they explain the rest."""
     if op.sent is not None and refused(op):
         return [Gap("credentials", op.label, seen(op.authenticated))]
+    if not expect_success:
+        return []
     if op.declares_success and not op.succeeded:
         return [Gap("success", op.label, seen(op.statuses) or "no answer")]
     if not op.succeeded:

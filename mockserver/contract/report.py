@@ -3,9 +3,12 @@ the answers it did not apply to; then each failure with what was expected, what 
 it) and as CI systems read it (JUnit XML: one test case per operation and check, and one per gap)."""
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from .checks import MUST_APPLY
 from .results import Finding, Gap, OperationResult, RunResult
@@ -15,8 +18,9 @@ _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message c
 
 
 def text(result: RunResult) -> str:
+    mode = f" · {result.mode} mode" if result.mode != "all" else ""
     lines = [f"mockserver contract against {result.target} · seed {result.seed} · "
-             f"up to {result.max_examples} examples per operation", *_why(result)]
+             f"up to {result.max_examples} examples per operation{mode}", *_why(result)]
     if result.excused:
         lines += ["allowed untested (--allow-untested):", *(f"  {_gap(gap)}" for gap in result.excused)]
     for source, counts in result.values.items():
@@ -185,4 +189,38 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
     ET.ElementTree(root).write(partial, encoding="utf-8", xml_declaration=True)
+    os.replace(partial, path)
+
+
+def as_json(result: RunResult) -> dict[str, Any]:
+    """The run as data (`--report-json`): the verdict and why, per check and per operation the answers each check
+    passed, failed and did not apply to, and every failure with what was expected, what came back and its curl."""
+    totals = {check: {"passed": 0, "failed": 0, "did_not_apply": 0} for check in result.checks}
+    operations = []
+    for op in _operations(result):
+        checks = {check: {"passed": op.passed[check], "failed": op.failed[check], "did_not_apply": op.skipped(check)}
+                  for check in result.checks}
+        for check, counts in checks.items():
+            for name, count in counts.items():
+                totals[check][name] += count
+        operations.append({"operation": op.label, "operationId": op.operation_id,
+                           "statuses": {str(status): n for status, n in sorted(op.statuses.items())},
+                           "probes": {str(status): n for status, n in sorted(op.probes.items())},
+                           "responses": op.observed(), "checks": checks})
+    observed, declared = result.responses
+    return {"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
+            "max_examples": result.max_examples, "passed": result.passed, "elapsed_s": round(result.elapsed, 1),
+            "operations_declared": result.declared, "operations_run": len(result.operations),
+            "requests": result.requests,
+            "responses": {"observed": observed, "declared": declared, "percent": round(result.response_percent, 1)},
+            "checks": totals, "findings": [asdict(finding) for finding in _findings(result)],
+            "gaps": [asdict(gap) for gap in result.gaps], "excused": [asdict(gap) for gap in result.excused],
+            "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations}
+
+
+def write_json(result: RunResult, path: Path) -> None:
+    """`as_json(result)` into `path`, replaced whole (never left half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(json.dumps(as_json(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(partial, path)

@@ -94,6 +94,8 @@ class RunResult:
     gaps: list[Gap] = field(default_factory=list)  # what the run had to see and did not: it fails closed
     excused: list[Gap] = field(default_factory=list)  # gaps of operations the run was told to allow untested
     min_responses: float | None = None  # percent of declared responses the run must observe, if any
+    mode: str = "all"  # Schemathesis' generation mode: positive, negative or all
+    phases: list[str] = field(default_factory=list)  # Schemathesis' phases the run had
 
     @property
     def passed(self) -> bool:

@@ -21,6 +21,7 @@ from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
+from ..core.auth import Token
 from ..core.pipeline import Pipeline
 from ..core.spec import SpecIndex
 from ..testing import MockServer
@@ -36,6 +37,7 @@ from .results import OperationResult, RunResult, fold
 from .safety import changes, read_only
 from .schema import Contract, load_contract
 
+MODES = ("positive", "negative", "all")  # Schemathesis' generation modes (`--mode`)
 DEFAULT_MAX_EXAMPLES = 100  # the Kindgi run: about 20 s in-process on 2 cores, well inside the 2-minute budget
 PHASES = ["examples", "coverage", "fuzzing", "stateful"]
 ALL_CHECKS = ["all"]
@@ -73,6 +75,11 @@ class Options:
     data: Path | None = None  # request values known to exist on the target (see data.py)
     discover: bool = True  # against a URL, read real ids from its list operations first (see discovery.py)
     stateful: bool = False  # the in-process mock infers writes from the REST shape (`mockserver serve --stateful`)
+    # Schemathesis' generation mode: "positive" (data the description allows), "negative" (data it forbids: the
+    # gate then expects no success and judges the credentials only) or "all"
+    mode: str = "all"
+    exclude_checks: list[str] = field(default_factory=list)  # Schemathesis' names, ours too
+    credentials: bool = True  # False: no credential on any call, not even the in-process mock's own (`--no-auth`)
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -90,6 +97,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,),
                             stateful=options.stateful)
     pipeline = server.pipeline if server else None
+    if pipeline is not None and options.url is None and mock is None:
+        let_in(pipeline, options)
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # a mock given to run(), strict with no token: it would answer every call 401
     notes: list[str] = []
@@ -105,7 +114,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
 
     contract = load_contract(options.spec, options.fixtures, token=options.token, basic=options.basic,
                              headers=options.headers, operations=options.operations,
-                             default_token=options.url is None, pipeline=pipeline,
+                             default_token=options.url is None and options.credentials, pipeline=pipeline,
                              security_parameters=options.security_parameters, values=values,
                              bearer=options.bearer, api_keys=options.api_keys,
                              fixture_values=options.url is None)
@@ -115,7 +124,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         schema = cast(OpenApiSchema, schema.exclude(name_regex=regex))
     if options.exclude:
         schema = cast(OpenApiSchema, schema.exclude(name=contract.labels_of(options.exclude)))
-    checks, left_out = _checks(options.checks, pipeline if contract.credentials else None)
+    checks, left_out = _checks(options.checks, pipeline if contract.credentials else None, options.exclude_checks)
     notes += left_out
     _configure(schema, options, checks, seed, sanitize=options.url is not None)
     if options.read_only:
@@ -123,7 +132,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
-                           notes=notes, min_responses=options.min_responses, values=contract.values)
+                           notes=notes, min_responses=options.min_responses, values=contract.values,
+                           mode=options.mode, phases=list(options.phases))
         enabled = _enabled(checks)
         result.operations = _expected(schema, contract, enabled)
         if options.url is not None and not options.read_only:
@@ -140,7 +150,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         if options.force:
             result.notes.append(_force(schema, result, options, execute))
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
-    result.gaps, result.excused = judge(result.operations.values(), set(allowed))
+    result.gaps, result.excused = judge(result.operations.values(), set(allowed),
+                                        expect_success=options.mode != "negative")
     result.elapsed = time.monotonic() - started
     return result
 
@@ -166,7 +177,7 @@ def _callable(spec: SpecIndex, options: Options) -> set[str]:
 
 def _enabled(checks: dict[str, list[str]]) -> list[str]:
     """Our checks the run has, so the report names those that never applied too."""
-    included = set(checks["included"])
+    included = set(checks["included"])  # "all", or the names given
     return [name for name in OURS if ("all" in included or name in included) and name not in checks["excluded"]]
 
 
@@ -186,12 +197,13 @@ def _expected(schema: OpenApiSchema, contract: Contract, enabled: list[str]) -> 
     return found
 
 
-def _checks(wanted: list[str], pipeline: Pipeline | None) -> tuple[dict[str, list[str]], list[str]]:
+def _checks(wanted: list[str], pipeline: Pipeline | None,
+            excluded: list[str] | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """Schemathesis' included and excluded check names, and why a check was left out. `pipeline`: the in-process
-    mock's, when the run sends credentials."""
+    mock's, when the run sends credentials; `excluded`: the checks the options leave out."""
     if pipeline is None or pipeline.auth.strict or not ({"all", "ignored_auth"} & set(wanted)):
-        return {"included": wanted, "excluded": []}, []
-    return {"included": wanted, "excluded": ["ignored_auth"]}, [
+        return {"included": wanted, "excluded": list(excluded or [])}, []
+    return {"included": wanted, "excluded": [*(excluded or []), "ignored_auth"]}, [
         "ignored_auth left out: the fixtures declare no usable token, so the mock lets any well-formed credential in"]
 
 
@@ -201,6 +213,8 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
     schema.config.update(continue_on_failure=True, request_timeout=options.request_timeout)
     schema.config.seed = seed
     schema.config.generation.update(max_examples=options.max_examples, database="none")
+    if options.mode != "all":
+        schema.config.generation.update(modes=[GenerationMode(options.mode)])
     if not options.negative_coverage:
         schema.config.phases.coverage.generation.update(modes=[GenerationMode.POSITIVE])
     schema.config.phases.update(phases=options.phases)
@@ -211,6 +225,18 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
         schema.hook("filter_failure")(options.filter_failure)
     # a real deployment's credentials stay out of the output; the mock's fixture tokens make runnable curls
     schema.config.output.sanitization.update(enabled=sanitize)
+
+
+def let_in(pipeline: Pipeline, options: Options) -> None:
+    """The in-process mock of fixtures that declare no token of their own lets the run's credentials in (the
+    token, `--auth-bearer`, each `--api-key` value, the basic user), as it lets its placeholder in: it has no
+    callers of its own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
+    if (pipeline.fixtures.settings.get("auth") or {}).get("tokens") or not options.credentials:
+        return
+    given = [options.token, options.bearer, *options.api_keys.values(), options.basic[0] if options.basic else None]
+    for value in dict.fromkeys(v for v in given if v):
+        pipeline.auth.tokens.setdefault(value, Token(f"given-{len(pipeline.auth.tokens)}",
+                                                     pipeline.auth.default_tenant))
 
 
 class CoverageCap:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -22,10 +23,23 @@ _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 # OpenAPI: described elsewhere (the body's media type, the security schemes), so ignored here. `Accept` is ignored
 # by the letter too, but a description that declares it (FastAPI's `accept: enum [application/json, text/plain]`)
-# has a server that checks it: it is checked as declared
+# has a server that checks it: it is checked as declared, unless it is `*/*` alone (what HTTP clients send when
+# nobody chose a value: a request that leaves the optional parameter out)
 _SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
+
+
+def _readings(param: _Param, raw: list[str], value: Any) -> Iterator[Any]:
+    """Other readings of the same text, tried when the first breaks the schema, for schemas that admit more than
+    one: a lone value of `oneOf: [string, array]` as the string; `null` as null where a string is allowed too."""
+    if isinstance(value, list):
+        if len(raw) == 1 and (scalar := param.kinds - {"array"}):
+            yield coerce(raw[0], scalar)
+        if {"null", "string"} <= param.item_kinds and "null" in value:
+            yield [None if item == "null" else item for item in value]
+    elif value == "null" and {"null", "string"} <= param.kinds:
+        yield None
 
 
 @dataclass
@@ -79,10 +93,18 @@ def bad_input(violations: list[Violation], status: int = 400) -> MockError:
                      details={"violations": [v.as_dict() for v in violations]})
 
 
-def items_schema(node: Any, uri: str, resolve: Resolve) -> tuple[Any, str]:
+def items_schema(node: Any, uri: str, resolve: Resolve, depth: int = 0) -> tuple[Any, str]:
+    """An array parameter's items schema, also where the array is one branch of a `oneOf`/`anyOf`/`allOf`."""
     if isinstance(node, dict) and isinstance(node.get("$ref"), str):
         node, uri = resolve(node["$ref"], uri)
-    return (node.get("items") if isinstance(node, dict) else None), uri + "/items"
+    if not isinstance(node, dict) or "items" in node or depth > 4:
+        return (node.get("items") if isinstance(node, dict) else None), uri + "/items"
+    for kind in ("oneOf", "anyOf", "allOf"):
+        for i, branch in enumerate(node.get(kind) or []):
+            found, where = items_schema(branch, f"{uri}/{kind}/{i}", resolve, depth + 1)
+            if found is not None:
+                return found, where
+    return None, uri + "/items"
 
 
 def coerce(raw: str, kinds: set[str]) -> Any:
@@ -170,6 +192,8 @@ class RequestValidator:
             for key, param in params.items():
                 raw = self._spread(param, query) if param.spread else _raw(location, param.spec.name, sources,
                                                                              request)
+                if raw is not None and location == "header" and key == "accept" and raw[-1].strip() == "*/*":
+                    raw = None
                 if raw is None:
                     if param.spec.required:
                         violations.append(Violation(param.spec.name, location, "", "required",
@@ -224,8 +248,13 @@ class RequestValidator:
             return None, [problem]
         if p.schema is None:
             return value, []
-        return value, [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
-                                 _message(error.message)) for error in iter_errors(p.schema.validator, value)]
+        violations = [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
+                                _message(error.message)) for error in iter_errors(p.schema.validator, value)]
+        if violations:
+            for other in _readings(param, raw, value):
+                if p.schema.validator.is_valid(other):
+                    return other, []
+        return value, violations
 
     def _parse(self, param: _Param, raw: list[str]) -> tuple[Any, Violation | None]:
         p = param.spec

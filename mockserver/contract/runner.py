@@ -124,7 +124,8 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         schema = cast(OpenApiSchema, schema.exclude(name_regex=regex))
     if options.exclude:
         schema = cast(OpenApiSchema, schema.exclude(name=contract.labels_of(options.exclude)))
-    checks, left_out = _checks(options.checks, pipeline if contract.credentials else None, options.exclude_checks)
+    checks, left_out = _checks(options.checks, pipeline if contract.credentials else None, options.exclude_checks,
+                               remembers=pipeline is None or bool(pipeline.answers.live))
     notes += left_out
     _configure(schema, options, checks, seed, sanitize=options.url is not None)
     if options.read_only:
@@ -197,14 +198,21 @@ def _expected(schema: OpenApiSchema, contract: Contract, enabled: list[str]) -> 
     return found
 
 
-def _checks(wanted: list[str], pipeline: Pipeline | None,
-            excluded: list[str] | None = None) -> tuple[dict[str, list[str]], list[str]]:
+def _checks(wanted: list[str], pipeline: Pipeline | None, excluded: list[str] | None = None, *,
+            remembers: bool = True) -> tuple[dict[str, list[str]], list[str]]:
     """Schemathesis' included and excluded check names, and why a check was left out. `pipeline`: the in-process
-    mock's, when the run sends credentials; `excluded`: the checks the options leave out."""
-    if pipeline is None or pipeline.auth.strict or not ({"all", "ignored_auth"} & set(wanted)):
-        return {"included": wanted, "excluded": list(excluded or [])}, []
-    return {"included": wanted, "excluded": [*(excluded or []), "ignored_auth"]}, [
-        "ignored_auth left out: the fixtures declare no usable token, so the mock lets any well-formed credential in"]
+    mock's, when the run sends credentials; `excluded`: the checks the options leave out; `remembers`: False for
+    the in-process mock without written collections, which answers a deleted item as before."""
+    left_out: list[tuple[str, str]] = []
+    if pipeline is not None and not pipeline.auth.strict:
+        left_out.append(("ignored_auth", "the fixtures declare no usable token, so the mock lets any well-formed "
+                                         "credential in"))
+    if not remembers:
+        left_out.append(("use_after_free", "the mock checked remembers no write (a deleted item is answered as "
+                                           "before): run with --stateful to check it"))
+    left_out = [(name, why) for name, why in left_out if {"all", name} & set(wanted)]
+    return ({"included": wanted, "excluded": [*(excluded or []), *(name for name, _ in left_out)]},
+            [f"{name} left out: {why}" for name, why in left_out])
 
 
 def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[str]], seed: int, *,

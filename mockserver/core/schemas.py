@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource
@@ -18,7 +18,20 @@ from referencing.jsonschema import DRAFT202012
 
 from .documents import DocumentSet, pointer_join
 
-FORMAT_CHECKER = Draft202012Validator.FORMAT_CHECKER
+
+def _format_checker() -> FormatChecker:
+    """Draft 2020-12's format checks, and OpenAPI's integer formats as the ranges they name (as Prism checks them);
+    a copy, so Schemathesis' own checks in the same process are unchanged."""
+    checker = FormatChecker(formats=())
+    checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
+    for name, bits in (("int32", 32), ("int64", 64)):
+        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        checker.checks(name)(lambda value, low=low, high=high: not isinstance(value, int) or isinstance(value, bool)
+                             or low <= value <= high)
+    return checker
+
+
+FORMAT_CHECKER = _format_checker()
 Resolve = Callable[[str, str], tuple[Any, str]]
 
 

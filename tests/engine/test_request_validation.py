@@ -259,3 +259,22 @@ def test_an_accept_of_any_type_is_not_checked_against_a_declared_accept_paramete
     client = create_app(write("spec.yaml", READINGS)).test_client()
     assert client.get("/things", headers={"Accept": "*/*"}).status_code == 200
     assert client.get("/things", headers={"Accept": "text/html"}).status_code == 400
+
+
+def test_openapi_integer_formats_are_the_ranges_they_name(write):
+    """`format: int32` / `int64` bound a value as Prism checks them (Schemathesis' negative data sends 2**31)."""
+    client = create_app(write("spec.yaml", """\
+openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /things:
+    get:
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, format: int32}}
+        - {name: since, in: query, schema: {type: integer, format: int64}}
+      responses:
+        '200': {description: ok, content: {application/json: {schema: {type: object}, example: {ok: true}}}}
+""")).test_client()
+    for query, status in (("limit=2147483647", 200), ("limit=2147483648", 400), ("limit=-2147483649", 400),
+                          ("since=9223372036854775807", 200), ("since=9223372036854775808", 400)):
+        assert client.get(f"/things?{query}").status_code == status, query

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from . import startup
-from .answer_cache import AnswerCache
 from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
@@ -110,12 +109,6 @@ class Pipeline:
                                seed=self.options.seed, store=self.store, max_items=self.options.max_items)
         self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
         self.xml = XmlWriter(spec.docs.resolve)
-        # an answer depends on these headers besides the credential: those the description declares, and cookies
-        # when a parameter is one
-        declared = [p for op in spec.operations.values() for p in op.parameters]
-        varies_on = {"accept", "prefer"} | {p.name.lower() for p in declared if p.location == "header"}
-        varies_on |= {"cookie"} if any(p.location == "cookie" for p in declared) else set()
-        self.kept = AnswerCache(enabled=not self.answers.live, varies_on=tuple(sorted(varies_on)))
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
@@ -210,22 +203,12 @@ class Pipeline:
 
     def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
                  effect: Effect | None, request_id: str) -> MockResponse:
-        """The answer of a request that passed every check, validated against the description; the same request
-        again within a second is given the same answer (core/answer_cache.py)."""
-        key = None
-        if effect is None and not self._dynamic(prefer):
-            key = self.kept.key(op.id, request, ctx.caller.key, ctx.session)
-            kept = self.kept.get(key) if key is not None else None
-            if kept is not None:
-                return MockResponse(kept.status, kept.body, kept.media_type,
-                                    {**kept.headers, self.request_id_header: request_id}, kept.source, op.id,
-                                    kept.payload)
+        """The answer of a request that passed every check, validated against the description."""
         answer = self._answer(op, ctx, prefer, request, effect)
-        headers = {**self.declared_headers(op, answer.status), **answer.headers}
+        headers = {**self.declared_headers(op, answer.status), **answer.headers,
+                   self.request_id_header: request_id}
         if op.deprecated:
             headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
-        shared = dict(headers)
-        headers[self.request_id_header] = request_id
         if self.options.validate_responses:
             check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                            answer.origin, body_checked=answer.prechecked,
@@ -233,14 +216,7 @@ class Pipeline:
         if answer.source == "generated" and not answer.prechecked:
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
-        if key is not None:
-            self.kept.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
-
-    def _dynamic(self, prefer: dict[str, str]) -> bool:
-        """Whether this request's answer is varied generated data (`Prefer: dynamic=true`, or `--dynamic`)."""
-        asked = prefer.get("dynamic", "").lower()
-        return asked == "true" if asked else self.options.dynamic
 
     def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
         """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
@@ -323,7 +299,7 @@ class Pipeline:
             if answer:
                 return answer
         asked = prefer.get("dynamic", "").lower()
-        dynamic = self._dynamic(prefer)
+        dynamic = asked == "true" if asked else self.options.dynamic
         # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
         # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
         if asked != "true" and status == op.success_status:

@@ -295,11 +295,13 @@ class RequestValidator:
     def _body(self, request: MockRequest, violations: list[Violation]) -> Any:
         body = self.op.request_body
         assert body is not None
-        if not request.body:
+        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+        # an empty form is an object without fields (what `{}` is in application/x-www-form-urlencoded), not no body
+        empty_form = content_type == "application/x-www-form-urlencoded" and content_type in body.content
+        if not request.body and not empty_form:
             if body.required:
                 violations.append(Violation("body", "body", "", "required", "a request body is required"))
             return None
-        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
         media = match_media_type(content_type, body.content)
         if media is None:
             raise MockError(415, f"unsupported Content-Type {content_type or '(none)'!r}; this operation takes "

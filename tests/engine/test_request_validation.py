@@ -278,3 +278,34 @@ paths:
     for query, status in (("limit=2147483647", 200), ("limit=2147483648", 400), ("limit=-2147483649", 400),
                           ("since=9223372036854775807", 200), ("since=9223372036854775808", 400)):
         assert client.get(f"/things?{query}").status_code == status, query
+
+
+def test_an_empty_form_is_an_object_without_fields(write):
+    """`{}` sent as application/x-www-form-urlencoded is an empty body (Discord's moderation metadata): it is
+    checked as `{}`, not refused as a missing body; with no Content-Type an empty body is still missing."""
+    client = create_app(write("spec.yaml", """\
+openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /meta:
+    put:
+      requestBody:
+        required: true
+        content:
+          application/x-www-form-urlencoded: {schema: {type: object, additionalProperties: {type: string}}}
+      responses:
+        '204': {description: done}
+  /strict:
+    put:
+      requestBody:
+        required: true
+        content:
+          application/x-www-form-urlencoded: {schema: {type: object, required: [name]}}
+      responses:
+        '204': {description: done}
+""")).test_client()
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert client.put("/meta", headers=form).status_code == 204
+    assert client.put("/meta").status_code == 400
+    refused = client.put("/strict", headers=form)
+    assert refused.status_code == 400 and "'name' is a required property" in refused.get_data(as_text=True)

@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urldefrag, urljoin
 
 import rstr
 from jsonschema import Draft202012Validator
+
+from .schemas import FORMAT_CHECKER
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -147,7 +149,19 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
                "nullable", "discriminator"}
 
 _MISSING = object()
-_VALIDATORS = 4096  # compiled subschema validators kept by a generator (called under its lock)
+_VALIDATORS = 4096  # compiled subschema validators (and branch types) kept by a generator, under its lock
+T = TypeVar("T")
+
+
+def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T]) -> T:
+    """`cache[key]`, made once; past _VALIDATORS entries the cache starts again empty. An entry holds the schemas
+    its key names by id, so an id in a key is never another schema's."""
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _VALIDATORS:
+            cache.clear()
+        found = cache[key] = make()
+    return found
 
 
 def _json_type(value: Any) -> frozenset[str]:
@@ -445,7 +459,6 @@ class SchemaGenerator:
         self._lock = threading.Lock()
         # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
         # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
-        # An entry holds its schemas alive, so an id in a key is never another schema's; bounded by _VALIDATORS.
         self._validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = {}
         self._types: dict[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = {}  # likewise
 
@@ -543,7 +556,7 @@ class SchemaGenerator:
                 error = exc
                 failed.add(i)
                 continue
-            if choice.kind == "anyOf" or self._matches_one(value, choice, run):
+            if choice.kind == "anyOf" or self._matches_one(value, choice):
                 return value
             if fallback is _MISSING:
                 fallback = value
@@ -571,7 +584,7 @@ class SchemaGenerator:
                     continue
                 for filler in (None, "", 0):
                     candidate = {**value, name: filler}
-                    if self._matches_one(candidate, choice, run) and self._valid(candidate, flat, run):
+                    if self._matches_one(candidate, choice) and self._valid(candidate, flat):
                         return candidate
         return value
 
@@ -609,26 +622,20 @@ class SchemaGenerator:
             return True
         return any(self._fixes_values(sub, base, prop, depth + 1) for sub in schema.get("allOf") or [])
 
-    def _matches_one(self, value: Any, choice: _Choice, run: _Run) -> bool:
+    def _matches_one(self, value: Any, choice: _Choice) -> bool:
         branches = choice.loc.schema[choice.kind]
         admitting = [types for types in self._branch_types(choice) if types is None or _json_type(value) & types]
         if len(admitting) == 1:  # `oneOf: [{type: 'null'}, {$ref: Thing}]`: the value's type fits one branch only,
             return True          # the one it was made from (validating a big object per choice was most of its cost)
-        matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")], run)
+        matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")])
                       for i, b in enumerate(branches))
         return matches == 1
 
     def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
         """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
-        key = ((id(choice.loc.schema), choice.loc.base),)
-        cached = self._types.get(key)
-        if cached is None:
-            branches = choice.loc.schema[choice.kind]
-            cached = (choice.loc.schema, [self._types_of(b, choice.loc.base, 0) for b in branches])
-            if len(self._types) >= _VALIDATORS:
-                self._types.clear()
-            self._types[key] = cached
-        return cached[1]
+        loc = choice.loc
+        return _kept(self._types, ((id(loc.schema), loc.base),),
+                     lambda: (loc.schema, [self._types_of(b, loc.base, 0) for b in loc.schema[choice.kind]]))[1]
 
     def _types_of(self, schema: Any, base: str, depth: int) -> frozenset[str] | None:
         if schema is False:
@@ -656,16 +663,12 @@ class SchemaGenerator:
 
     # -- validation ----------------------------------------------------------------
 
-    def _valid(self, value: Any, locs: list[_Loc], run: _Run) -> bool:
-        key = tuple((id(loc.schema), loc.base) for loc in locs)
-        cached = self._validators.get(key)
-        if cached is None:
+    def _valid(self, value: Any, locs: list[_Loc]) -> bool:
+        def compiled() -> tuple[list[_Loc], Draft202012Validator]:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
-            cached = (locs, Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER))
-            if len(self._validators) >= _VALIDATORS:
-                self._validators.clear()
-            self._validators[key] = cached
-        return cached[1].is_valid(value)
+            return locs, Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+
+        return _kept(self._validators, tuple((id(loc.schema), loc.base) for loc in locs), compiled)[1].is_valid(value)
 
     def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:
         """Inline `$ref`s and translate OpenAPI 3.0 keywords so plain jsonschema can validate.
@@ -711,7 +714,7 @@ class SchemaGenerator:
         # `not` is honoured by rejection; raising lets an enclosing oneOf/anyOf try another branch.
         for _ in range(_NOT_TRIES):
             value = self._gen_value(facets, flat, run, depth, name)
-            if not any(self._valid(value, [loc], run) for loc in facets.nots):
+            if not any(self._valid(value, [loc]) for loc in facets.nots):
                 return value
         raise GenerationError(f"could not generate a value avoiding `not` at {facets.where}")
 
@@ -722,12 +725,12 @@ class SchemaGenerator:
                 raise GenerationError(f"enum/const at {f.where} has no value of an allowed type")
             return copy.deepcopy(run.rng.choice(options))
         if run.static:
-            example = next((e for e in f.examples if self._valid(e, flat, run)), _MISSING)
+            example = next((e for e in f.examples if self._valid(e, flat)), _MISSING)
             if example is not _MISSING:
                 return copy.deepcopy(example)
         elif f.examples and run.rng.random() < _EXAMPLE_P:
             example = run.rng.choice(f.examples)
-            if self._valid(example, flat, run):
+            if self._valid(example, flat):
                 return copy.deepcopy(example)
         kind = self._pick_type(f, run, depth)
         match kind:

@@ -64,6 +64,22 @@ class Echo:
 
     def apply(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
               request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
+        """Every echo made at once and checked once (checking a page of 99 big items takes a second): only when
+        the whole does not fit, each echo is made again on its own and kept if it fits (a new item is made once)."""
+        made: dict[int, Any] = {}
+
+        def item(node: Any, item_uri: str, index: int) -> Any:
+            if index not in made:
+                made[index] = make_item(node, item_uri, index)
+            return made[index]
+
+        echoed = self._echoed(op, payload, schema, uri, lambda _: True, request, item, make_value)
+        if echoed is payload or fits(echoed):
+            return echoed
+        return self._echoed(op, payload, schema, uri, fits, request, item, make_value)
+
+    def _echoed(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
+                request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
         limit, offset = _paging(request)
         payload = self._sized(payload, schema, uri, fits, limit, make_item)
         asked = {name: value for name, value in request.path.items() if _scalar(value)}

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import itertools
 import json
 import math
 import random
 import re
+import re._parser as sre_parse  # what rstr parses patterns with
 import string
 import threading
 from collections.abc import Callable
@@ -34,7 +36,7 @@ from urllib.parse import urldefrag, urljoin
 import rstr
 from jsonschema import Draft202012Validator
 
-from .schemas import FORMAT_CHECKER
+from .schemas import FORMAT_CHECKER, Validator
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -197,6 +199,18 @@ class _Xeger(rstr.Rstr):
     def _handle_repeat(self, start_range: int, end_range: int, value: Any) -> str:
         return super()._handle_repeat(start_range, max(start_range, min(end_range, self.repeat_cap)), value)
 
+    def xeger(self, string_or_regex: str | re.Pattern[str]) -> str:
+        """rstr's, with each pattern parsed once (parsing was a third of the cost of a string with a pattern)."""
+        pattern = string_or_regex if isinstance(string_or_regex, str) else string_or_regex.pattern
+        result = self._build_string(_parsed(pattern))
+        self._cache.clear()
+        return result
+
+
+@functools.lru_cache(maxsize=_VALIDATORS)
+def _parsed(pattern: str) -> Any:
+    return sre_parse.parse(pattern)
+
 
 @dataclass(frozen=True)
 class _Loc:
@@ -209,6 +223,14 @@ class _Loc:
 
     def child(self, schema: Any, suffix: str) -> _Loc:
         return _Loc(schema, self.base, self.refs, f"{self.where}/{suffix}")
+
+
+_LocKey = tuple[int, str, tuple[tuple[tuple[int, str], int], ...], str]
+
+
+def _key(loc: _Loc) -> _LocKey:
+    """What a `_Loc` is, its schema by id: a key of the kept expansions and facets."""
+    return id(loc.schema), loc.base, loc.refs, loc.where
 
 
 @dataclass
@@ -459,17 +481,21 @@ class SchemaGenerator:
         self._lock = threading.Lock()
         # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
         # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
-        self._validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = {}
+        self._validators: dict[tuple[tuple[int, str], ...], tuple[Any, Draft202012Validator]] = {}
         self._types: dict[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = {}  # likewise
+        self._expansions: dict[tuple[_LocKey, int], tuple[list[_Loc], list[_Choice]]] = {}  # and these
+        self._merged: dict[tuple[_LocKey, ...], tuple[list[_Loc], _Facets]] = {}
 
     @property
     def _faker(self) -> Faker:
         """Made once, on the first generated value (under the lock): importing Faker alone is 0.13 s of a
-        start-up that often generates nothing (fixtures and examples answer); reseeding it is cheap."""
+        start-up that often generates nothing (fixtures and examples answer); reseeding it is cheap. Names and
+        words drawn evenly, not by how common they are: weighing a draw among thousands of names made a name or
+        a URL ten times dearer (a third of the cost of a big generated answer), for no plausibility a mock needs."""
         if self._made is None:
             from faker import Faker
 
-            self._made = Faker(self._locale)
+            self._made = Faker(self._locale, use_weighting=False)
         return self._made
 
     def generate(self, schema: Any, base_uri: str, rng: random.Random, *, static: bool = False) -> Any:
@@ -486,8 +512,26 @@ class SchemaGenerator:
         flat: list[_Loc] = []
         choices: list[_Choice] = []
         for loc in parts:
-            self._expand(loc, depth, flat, choices)
+            more_flat, more_choices = self._expanded(loc, depth)
+            flat += more_flat
+            choices += more_choices
         return self._choose(flat, choices, run, depth, name)
+
+    def _expanded(self, loc: _Loc, depth: int) -> tuple[list[_Loc], list[_Choice]]:
+        """`_expand`, kept (with `_facets`, this halves the cost of a value): every item of a list, and every
+        answer of an operation, expands the same subschemas at the same places."""
+        def expand() -> tuple[list[_Loc], list[_Choice]]:
+            flat: list[_Loc] = []
+            choices: list[_Choice] = []
+            self._expand(loc, depth, flat, choices)
+            return flat, choices
+
+        return _kept(self._expansions, (_key(loc), depth), expand)
+
+    def _facets(self, flat: list[_Loc]) -> _Facets:
+        """`_merge`, kept: see `_expanded`. The facets are read, never changed."""
+        return _kept(self._merged, tuple(_key(loc) for loc in flat),
+                     lambda: (flat, _merge(flat, flat[0].where if flat else "#")))[1]
 
     def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
         """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
@@ -550,7 +594,9 @@ class SchemaGenerator:
             sub_choices: list[_Choice] = []
             try:
                 for loc in extra:
-                    self._expand(loc, depth, sub_flat, sub_choices)
+                    more_flat, more_choices = self._expanded(loc, depth)
+                    sub_flat += more_flat
+                    sub_choices += more_choices
                 value = self._choose(flat + sub_flat, rest + sub_choices, run, depth, name)
             except GenerationError as exc:
                 error = exc
@@ -623,13 +669,17 @@ class SchemaGenerator:
         return any(self._fixes_values(sub, base, prop, depth + 1) for sub in schema.get("allOf") or [])
 
     def _matches_one(self, value: Any, choice: _Choice) -> bool:
-        branches = choice.loc.schema[choice.kind]
         admitting = [types for types in self._branch_types(choice) if types is None or _json_type(value) & types]
         if len(admitting) == 1:  # `oneOf: [{type: 'null'}, {$ref: Thing}]`: the value's type fits one branch only,
             return True          # the one it was made from (validating a big object per choice was most of its cost)
-        matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")])
-                      for i, b in enumerate(branches))
-        return matches == 1
+        loc = choice.loc
+
+        def compiled() -> tuple[Any, Draft202012Validator]:
+            # the `oneOf` alone, checked at once: its validator reads only the branches the value may fit
+            branches = [self._deref(branch, loc.base, frozenset()) for branch in loc.schema[choice.kind]]
+            return loc.schema, Validator({"oneOf": branches}, format_checker=FORMAT_CHECKER)
+
+        return _kept(self._validators, ((id(loc.schema), loc.base), (0, choice.kind)), compiled)[1].is_valid(value)
 
     def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
         """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
@@ -666,7 +716,7 @@ class SchemaGenerator:
     def _valid(self, value: Any, locs: list[_Loc]) -> bool:
         def compiled() -> tuple[list[_Loc], Draft202012Validator]:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
-            return locs, Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+            return locs, Validator(schema, format_checker=FORMAT_CHECKER)
 
         return _kept(self._validators, tuple((id(loc.schema), loc.base) for loc in locs), compiled)[1].is_valid(value)
 
@@ -710,7 +760,7 @@ class SchemaGenerator:
     # -- values ------------------------------------------------------------------------
 
     def _gen_flat(self, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
-        facets = _merge(flat, flat[0].where if flat else "#")
+        facets = self._facets(flat)
         # `not` is honoured by rejection; raising lets an enclosing oneOf/anyOf try another branch.
         for _ in range(_NOT_TRIES):
             value = self._gen_value(facets, flat, run, depth, name)

@@ -370,6 +370,8 @@ def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multip
                 isinstance(whole, list) and "array" in kinds and (not item_kinds or item_kinds & {"object", "array"})):
             return whole
     if "array" in kinds:
+        if raw == ["null"] and "null" in kinds and "string" not in item_kinds:
+            return None  # a client's None, as for a single value (`coerce`): no item could be the text
         return [_form_text(text, item_kinds) for text in raw]
     return _form_text(raw[-1], kinds)
 

@@ -172,6 +172,7 @@ components:
         embeds:
           type: array
           items: {type: object, required: [title], properties: {title: {type: string}}}
+        links: {type: [array, 'null'], items: {type: object}}
     Edit:
       type: object
       properties:
@@ -200,6 +201,13 @@ def test_a_repeated_form_field_is_an_array_where_an_alternative_allows_one(write
     assert client.post("/post", data=f"content=hi&{tags}", content_type=FORM).status_code == 204
     assert violations(client.post("/post", data="content=a&content=b", content_type=FORM)) == [
         ("/content", "repeated")]
+
+
+def test_a_form_null_is_null_for_an_array_of_objects_that_may_be_null(write):
+    """`links=null` is a client's None (no object is the text `null`), as it is for a single value."""
+    client = create_app(write("spec.yaml", SHAPES)).test_client()
+    assert client.post("/post", data={"content": "hi", "links": "null"},
+                       content_type="multipart/form-data").status_code == 204
 
 
 def test_a_multipart_part_of_an_object_or_array_is_read_as_json(write):

@@ -354,7 +354,9 @@ def _name_words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
+@functools.lru_cache(maxsize=_VALIDATORS)
 def _hint_for(name: str | None) -> Callable[[Faker], str] | None:
+    """The maker a property's name calls for; kept per name (splitting it into words was a tenth of a string)."""
     if not name:
         return None
     words = _name_words(name)

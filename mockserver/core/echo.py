@@ -166,14 +166,20 @@ def _lists(payload: Any) -> list[tuple[list[Any], list[Any]]]:
 
 
 def _kept(payload: Any, changes: list[tuple[list[Any], Any]], fits: Callable[[Any], bool]) -> Any:
-    """The payload with every change, if it fits so; else with those that fit, one at a time."""
+    """The payload with every change, if it fits so; else with those that fit, a field at a time: the same value
+    in the same field of every item is one change (a value that breaks one item's field breaks them all), so a
+    page of 100 items is checked once per field, not once per item and field (200 checks took Twilio 4 s)."""
     if not changes:
         return payload
     echoed = _applied(payload, changes)
     if fits(echoed):
         return echoed
-    for change in changes:
-        candidate = _applied(payload, [change])
+    fields: dict[tuple[tuple[Any, ...], str], list[tuple[list[Any], Any]]] = {}
+    for path, value in changes:
+        fields.setdefault((tuple(step for step in path if not isinstance(step, int)), repr(value)), []).append(
+            (path, value))
+    for field_changes in fields.values():
+        candidate = _applied(payload, field_changes)
         if fits(candidate):
             payload = candidate
     return payload

@@ -36,7 +36,7 @@ from urllib.parse import urldefrag, urljoin
 import rstr
 from jsonschema import Draft202012Validator
 
-from .schemas import FORMAT_CHECKER, Validator, plausible
+from .schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -152,33 +152,19 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
 
 _MISSING = object()
 _VALIDATORS = 4096  # compiled subschema validators (and branch types) kept by a generator, under its lock
+_PLANS = 16384  # expansions and facets kept, likewise (one of Discord's messages has some 3,000 places)
 T = TypeVar("T")
 
 
-def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T]) -> T:
-    """`cache[key]`, made once; past _VALIDATORS entries the cache starts again empty. An entry holds the schemas
-    its key names by id, so an id in a key is never another schema's."""
+def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T], size: int = _VALIDATORS) -> T:
+    """`cache[key]`, made once; past `size` entries the cache starts again empty. An entry holds the schemas its
+    key names by id, so an id in a key is never another schema's."""
     found = cache.get(key)
     if found is None:
-        if len(cache) >= _VALIDATORS:
+        if len(cache) >= size:
             cache.clear()
         found = cache[key] = make()
     return found
-
-
-def _json_type(value: Any) -> frozenset[str]:
-    """The JSON Schema types a value has (an integral number is both `integer` and `number`)."""
-    if value is None:
-        return frozenset({"null"})
-    if isinstance(value, bool):
-        return frozenset({"boolean"})
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return frozenset({"integer", "number"})
-    if isinstance(value, float):
-        return frozenset({"number"})
-    if isinstance(value, str):
-        return frozenset({"string"})
-    return frozenset({"array"}) if isinstance(value, list) else frozenset({"object"})
 
 
 class GenerationError(ValueError):
@@ -511,29 +497,29 @@ class SchemaGenerator:
 
     def _gen(self, parts: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
         run.made += 1
+        return self._choose(*self._expanded(parts, depth), run, depth, name)
+
+    def _expanded(self, parts: list[_Loc], depth: int) -> tuple[list[_Loc], list[_Choice]]:
+        """`_expand` of each part, kept (with `_facets`, this halves the cost of a value): every item of a list,
+        and every answer of an operation, expands the same subschemas at the same places."""
         flat: list[_Loc] = []
         choices: list[_Choice] = []
         for loc in parts:
-            more_flat, more_choices = self._expanded(loc, depth)
-            flat += more_flat
-            choices += more_choices
-        return self._choose(flat, choices, run, depth, name)
+            def expand(loc: _Loc = loc) -> tuple[list[_Loc], list[_Choice]]:
+                more_flat: list[_Loc] = []
+                more_choices: list[_Choice] = []
+                self._expand(loc, depth, more_flat, more_choices)
+                return more_flat, more_choices
 
-    def _expanded(self, loc: _Loc, depth: int) -> tuple[list[_Loc], list[_Choice]]:
-        """`_expand`, kept (with `_facets`, this halves the cost of a value): every item of a list, and every
-        answer of an operation, expands the same subschemas at the same places."""
-        def expand() -> tuple[list[_Loc], list[_Choice]]:
-            flat: list[_Loc] = []
-            choices: list[_Choice] = []
-            self._expand(loc, depth, flat, choices)
-            return flat, choices
-
-        return _kept(self._expansions, (_key(loc), depth), expand)
+            more = _kept(self._expansions, (_key(loc), depth), expand, _PLANS)
+            flat += more[0]
+            choices += more[1]
+        return flat, choices
 
     def _facets(self, flat: list[_Loc]) -> _Facets:
         """`_merge`, kept: see `_expanded`. The facets are read, never changed."""
         return _kept(self._merged, tuple(_key(loc) for loc in flat),
-                     lambda: (flat, _merge(flat, flat[0].where if flat else "#")))[1]
+                     lambda: (flat, _merge(flat, flat[0].where if flat else "#")), _PLANS)[1]
 
     def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
         """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
@@ -592,13 +578,8 @@ class SchemaGenerator:
             if i in failed:
                 continue
             extra = [choice.loc.child(branches[i], f"{choice.kind}/{i}"), *self._discriminator(choice, branches[i])]
-            sub_flat: list[_Loc] = []
-            sub_choices: list[_Choice] = []
             try:
-                for loc in extra:
-                    more_flat, more_choices = self._expanded(loc, depth)
-                    sub_flat += more_flat
-                    sub_choices += more_choices
+                sub_flat, sub_choices = self._expanded(extra, depth)
                 value = self._choose(flat + sub_flat, rest + sub_choices, run, depth, name)
             except GenerationError as exc:
                 error = exc
@@ -671,7 +652,7 @@ class SchemaGenerator:
         return any(self._fixes_values(sub, base, prop, depth + 1) for sub in schema.get("allOf") or [])
 
     def _matches_one(self, value: Any, choice: _Choice) -> bool:
-        admitting = [types for types in self._branch_types(choice) if types is None or _json_type(value) & types]
+        admitting = [types for types in self._branch_types(choice) if types is None or json_types(value) & types]
         if len(admitting) == 1:  # `oneOf: [{type: 'null'}, {$ref: Thing}]`: the value's type fits one branch only,
             return True          # the one it was made from (validating a big object per choice was most of its cost)
         loc = choice.loc

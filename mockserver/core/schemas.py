@@ -202,7 +202,8 @@ def _branch_facts(validator: Any, branch: Any) -> _Facts:
     return facts
 
 
-def _types_of(instance: Any) -> frozenset[str]:
+def json_types(instance: Any) -> frozenset[str]:
+    """The JSON Schema types a value has (an integral number is both `integer` and `number`)."""
     if isinstance(instance, bool):
         return frozenset({"boolean"})
     if isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer()):
@@ -219,7 +220,7 @@ def _types_of(instance: Any) -> frozenset[str]:
 def _excludes(validator: Any, branch: Any, instance: Any) -> bool:
     """Whether a branch surely refuses the value: a type, a value or a property's value it does not allow."""
     facts = _branch_facts(validator, branch)
-    if facts.types is not None and not facts.types & _types_of(instance):
+    if facts.types is not None and not facts.types & json_types(instance):
         return True
     if facts.values is not None and _scalar_key(instance) not in facts.values:
         return True

@@ -388,32 +388,41 @@ class Answers:
         known = self._generated.get(identity)
         if known is not None:
             return known
+        valid: list[Any] = []  # the last value found to fit: the response check need not read it again
+
+        def fits(value: Any) -> bool:
+            if media.schema is None or not media.schema.validator.is_valid(value):
+                return False
+            valid[:] = [value]
+            return True
+
         try:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
             for attempt in range(GENERATION_ATTEMPTS):
                 payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static)
-                if media.schema.validator.is_valid(payload):
+                if fits(payload):
                     break
             if request is not None:
                 def make_item(node: Any, uri: str, index: int) -> Any:
                     return self._made(node, uri, f"{key}|item|{index}", static)
                 def make_value(node: Any, uri: str, salt: str) -> Any:
                     return self._made(node, uri, salt, static)
-                payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri,
-                                          media.schema.validator.is_valid, request, make_item, make_value)
+                payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri, fits, request,
+                                          make_item, make_value)
         except GenerationError as exc:
             raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
                             code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
-        return Answer(status, payload, media.name, "generated", key=identity)
+        return Answer(status, payload, media.name, "generated", key=identity,
+                      prechecked=bool(valid) and valid[0] is payload)
 
     def _made(self, node: Any, uri: str, key: str, static: bool) -> Any:
         """A value generated for a schema, without its `writeOnly` properties."""
         return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
-        """Keep a generated answer that passed the response check, serialised (bounded)."""
-        if answer.key is None:
+        """Keep a generated answer that passed the response check, serialised (bounded); once."""
+        if answer.key is None or self._generated.get(answer.key) is answer:
             return
         if len(self._generated) >= GENERATED_CACHE_SIZE:
             self._generated.clear()

@@ -204,11 +204,14 @@ class DocumentSet:
     def __init__(self, root: Path) -> None:
         self._transform: Callable[[Any], Any] | None = None
         self._docs: dict[str, Document] = {}
+        # what each ($ref, base) resolves to: generation follows the same few hundred $refs for every value it makes
+        self._resolved: dict[tuple[str, str], tuple[Any, str]] = {}
         self.root = self._load(root.resolve().as_uri())
 
     def set_transform(self, transform: Callable[[Any], Any]) -> None:
         """Rewrite every document, loaded and to come (the dialect is known only once the root is read)."""
         self._transform = transform
+        self._resolved.clear()
         for doc in self._docs.values():
             doc.data = transform(doc.data)
 
@@ -252,7 +255,13 @@ class DocumentSet:
         return node
 
     def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]:
-        """Follow `ref` from `base_uri`, and any `$ref`-only nodes after it; return the node and its URI."""
+        """Follow `ref` from `base_uri`, and any `$ref`-only nodes after it; return the node and its URI (kept)."""
+        found = self._resolved.get((ref, base_uri))
+        if found is None:
+            found = self._resolved[ref, base_uri] = self._follow(ref, base_uri)
+        return found
+
+    def _follow(self, ref: str, base_uri: str) -> tuple[Any, str]:
         seen: set[str] = set()
         uri = urljoin(base_uri, ref)
         while True:

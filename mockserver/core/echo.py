@@ -64,6 +64,22 @@ class Echo:
 
     def apply(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
               request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
+        """Every echo made at once and checked once (checking a page of 99 big items takes a second): only when
+        the whole does not fit, each echo is made again on its own and kept if it fits (a new item is made once)."""
+        made: dict[int, Any] = {}
+
+        def item(node: Any, item_uri: str, index: int) -> Any:
+            if index not in made:
+                made[index] = make_item(node, item_uri, index)
+            return made[index]
+
+        echoed = self._echoed(op, payload, schema, uri, lambda _: True, request, item, make_value)
+        if echoed is payload or fits(echoed):
+            return echoed
+        return self._echoed(op, payload, schema, uri, fits, request, item, make_value)
+
+    def _echoed(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
+                request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
         limit, offset = _paging(request)
         payload = self._sized(payload, schema, uri, fits, limit, make_item)
         asked = {name: value for name, value in request.path.items() if _scalar(value)}
@@ -150,14 +166,20 @@ def _lists(payload: Any) -> list[tuple[list[Any], list[Any]]]:
 
 
 def _kept(payload: Any, changes: list[tuple[list[Any], Any]], fits: Callable[[Any], bool]) -> Any:
-    """The payload with every change, if it fits so; else with those that fit, one at a time."""
+    """The payload with every change, if it fits so; else with those that fit, a field at a time: the same value
+    in the same field of every item is one change (a value that breaks one item's field breaks them all), so a
+    page of 100 items is checked once per field, not once per item and field (200 checks took Twilio 4 s)."""
     if not changes:
         return payload
     echoed = _applied(payload, changes)
     if fits(echoed):
         return echoed
-    for change in changes:
-        candidate = _applied(payload, [change])
+    fields: dict[tuple[tuple[Any, ...], str], list[tuple[list[Any], Any]]] = {}
+    for path, value in changes:
+        fields.setdefault((tuple(step for step in path if not isinstance(step, int)), repr(value)), []).append(
+            (path, value))
+    for field_changes in fields.values():
+        candidate = _applied(payload, field_changes)
         if fits(candidate):
             payload = candidate
     return payload

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import itertools
 import json
 import math
 import random
 import re
+import re._parser as sre_parse  # what rstr parses patterns with
 import string
 import threading
 from collections.abc import Callable
@@ -34,7 +36,7 @@ from urllib.parse import urldefrag, urljoin
 import rstr
 from jsonschema import Draft202012Validator
 
-from .schemas import FORMAT_CHECKER
+from .schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -150,33 +152,19 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
 
 _MISSING = object()
 _VALIDATORS = 4096  # compiled subschema validators (and branch types) kept by a generator, under its lock
+_PLANS = 16384  # expansions and facets kept, likewise (one of Discord's messages has some 3,000 places)
 T = TypeVar("T")
 
 
-def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T]) -> T:
-    """`cache[key]`, made once; past _VALIDATORS entries the cache starts again empty. An entry holds the schemas
-    its key names by id, so an id in a key is never another schema's."""
+def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T], size: int = _VALIDATORS) -> T:
+    """`cache[key]`, made once; past `size` entries the cache starts again empty. An entry holds the schemas its
+    key names by id, so an id in a key is never another schema's."""
     found = cache.get(key)
     if found is None:
-        if len(cache) >= _VALIDATORS:
+        if len(cache) >= size:
             cache.clear()
         found = cache[key] = make()
     return found
-
-
-def _json_type(value: Any) -> frozenset[str]:
-    """The JSON Schema types a value has (an integral number is both `integer` and `number`)."""
-    if value is None:
-        return frozenset({"null"})
-    if isinstance(value, bool):
-        return frozenset({"boolean"})
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return frozenset({"integer", "number"})
-    if isinstance(value, float):
-        return frozenset({"number"})
-    if isinstance(value, str):
-        return frozenset({"string"})
-    return frozenset({"array"}) if isinstance(value, list) else frozenset({"object"})
 
 
 class GenerationError(ValueError):
@@ -197,6 +185,18 @@ class _Xeger(rstr.Rstr):
     def _handle_repeat(self, start_range: int, end_range: int, value: Any) -> str:
         return super()._handle_repeat(start_range, max(start_range, min(end_range, self.repeat_cap)), value)
 
+    def xeger(self, string_or_regex: str | re.Pattern[str]) -> str:
+        """rstr's, with each pattern parsed once (parsing was a third of the cost of a string with a pattern)."""
+        pattern = string_or_regex if isinstance(string_or_regex, str) else string_or_regex.pattern
+        result = self._build_string(_parsed(pattern))
+        self._cache.clear()
+        return result
+
+
+@functools.lru_cache(maxsize=_VALIDATORS)
+def _parsed(pattern: str) -> Any:
+    return sre_parse.parse(pattern)
+
 
 @dataclass(frozen=True)
 class _Loc:
@@ -209,6 +209,14 @@ class _Loc:
 
     def child(self, schema: Any, suffix: str) -> _Loc:
         return _Loc(schema, self.base, self.refs, f"{self.where}/{suffix}")
+
+
+_LocKey = tuple[int, str, tuple[tuple[tuple[int, str], int], ...], str]
+
+
+def _key(loc: _Loc) -> _LocKey:
+    """What a `_Loc` is, its schema by id: a key of the kept expansions and facets."""
+    return id(loc.schema), loc.base, loc.refs, loc.where
 
 
 @dataclass
@@ -332,7 +340,9 @@ def _name_words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
+@functools.lru_cache(maxsize=_VALIDATORS)
 def _hint_for(name: str | None) -> Callable[[Faker], str] | None:
+    """The maker a property's name calls for; kept per name (splitting it into words was a tenth of a string)."""
     if not name:
         return None
     words = _name_words(name)
@@ -459,17 +469,21 @@ class SchemaGenerator:
         self._lock = threading.Lock()
         # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
         # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
-        self._validators: dict[tuple[tuple[int, str], ...], tuple[list[_Loc], Draft202012Validator]] = {}
+        self._validators: dict[tuple[tuple[int, str], ...], tuple[Any, Draft202012Validator]] = {}
         self._types: dict[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = {}  # likewise
+        self._expansions: dict[tuple[_LocKey, int], tuple[list[_Loc], list[_Choice]]] = {}  # and these
+        self._merged: dict[tuple[_LocKey, ...], tuple[list[_Loc], _Facets]] = {}
 
     @property
     def _faker(self) -> Faker:
         """Made once, on the first generated value (under the lock): importing Faker alone is 0.13 s of a
-        start-up that often generates nothing (fixtures and examples answer); reseeding it is cheap."""
+        start-up that often generates nothing (fixtures and examples answer); reseeding it is cheap. Names and
+        words drawn evenly, not by how common they are: weighing a draw among thousands of names made a name or
+        a URL ten times dearer (a third of the cost of a big generated answer), for no plausibility a mock needs."""
         if self._made is None:
             from faker import Faker
 
-            self._made = Faker(self._locale)
+            self._made = Faker(self._locale, use_weighting=False)
         return self._made
 
     def generate(self, schema: Any, base_uri: str, rng: random.Random, *, static: bool = False) -> Any:
@@ -483,11 +497,29 @@ class SchemaGenerator:
 
     def _gen(self, parts: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
         run.made += 1
+        return self._choose(*self._expanded(parts, depth), run, depth, name)
+
+    def _expanded(self, parts: list[_Loc], depth: int) -> tuple[list[_Loc], list[_Choice]]:
+        """`_expand` of each part, kept (with `_facets`, this halves the cost of a value): every item of a list,
+        and every answer of an operation, expands the same subschemas at the same places."""
         flat: list[_Loc] = []
         choices: list[_Choice] = []
         for loc in parts:
-            self._expand(loc, depth, flat, choices)
-        return self._choose(flat, choices, run, depth, name)
+            def expand(loc: _Loc = loc) -> tuple[list[_Loc], list[_Choice]]:
+                more_flat: list[_Loc] = []
+                more_choices: list[_Choice] = []
+                self._expand(loc, depth, more_flat, more_choices)
+                return more_flat, more_choices
+
+            more = _kept(self._expansions, (_key(loc), depth), expand, _PLANS)
+            flat += more[0]
+            choices += more[1]
+        return flat, choices
+
+    def _facets(self, flat: list[_Loc]) -> _Facets:
+        """`_merge`, kept: see `_expanded`. The facets are read, never changed."""
+        return _kept(self._merged, tuple(_key(loc) for loc in flat),
+                     lambda: (flat, _merge(flat, flat[0].where if flat else "#")), _PLANS)[1]
 
     def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
         """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
@@ -546,11 +578,8 @@ class SchemaGenerator:
             if i in failed:
                 continue
             extra = [choice.loc.child(branches[i], f"{choice.kind}/{i}"), *self._discriminator(choice, branches[i])]
-            sub_flat: list[_Loc] = []
-            sub_choices: list[_Choice] = []
             try:
-                for loc in extra:
-                    self._expand(loc, depth, sub_flat, sub_choices)
+                sub_flat, sub_choices = self._expanded(extra, depth)
                 value = self._choose(flat + sub_flat, rest + sub_choices, run, depth, name)
             except GenerationError as exc:
                 error = exc
@@ -623,13 +652,19 @@ class SchemaGenerator:
         return any(self._fixes_values(sub, base, prop, depth + 1) for sub in schema.get("allOf") or [])
 
     def _matches_one(self, value: Any, choice: _Choice) -> bool:
-        branches = choice.loc.schema[choice.kind]
-        admitting = [types for types in self._branch_types(choice) if types is None or _json_type(value) & types]
+        admitting = [types for types in self._branch_types(choice) if types is None or json_types(value) & types]
         if len(admitting) == 1:  # `oneOf: [{type: 'null'}, {$ref: Thing}]`: the value's type fits one branch only,
             return True          # the one it was made from (validating a big object per choice was most of its cost)
-        matches = sum(self._valid(value, [choice.loc.child(b, f"{choice.kind}/{i}")])
-                      for i, b in enumerate(branches))
-        return matches == 1
+        loc = choice.loc
+
+        def compiled() -> tuple[Any, Draft202012Validator]:
+            # the `oneOf` alone, checked at once: its validator reads only the branches the value may fit
+            branches = [self._deref(branch, loc.base, frozenset()) for branch in loc.schema[choice.kind]]
+            return loc.schema, Validator({"oneOf": branches}, format_checker=FORMAT_CHECKER)
+
+        validator = _kept(self._validators, ((id(loc.schema), loc.base), (0, choice.kind)), compiled)[1]
+        # likewise when its type, `const` or a property's `const` (a component's `type: 2`) tells the branch
+        return plausible(validator, validator.schema["oneOf"], value) == 1 or validator.is_valid(value)
 
     def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
         """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
@@ -666,7 +701,7 @@ class SchemaGenerator:
     def _valid(self, value: Any, locs: list[_Loc]) -> bool:
         def compiled() -> tuple[list[_Loc], Draft202012Validator]:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
-            return locs, Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+            return locs, Validator(schema, format_checker=FORMAT_CHECKER)
 
         return _kept(self._validators, tuple((id(loc.schema), loc.base) for loc in locs), compiled)[1].is_valid(value)
 
@@ -710,7 +745,7 @@ class SchemaGenerator:
     # -- values ------------------------------------------------------------------------
 
     def _gen_flat(self, flat: list[_Loc], run: _Run, depth: int, name: str | None) -> Any:
-        facets = _merge(flat, flat[0].where if flat else "#")
+        facets = self._facets(flat)
         # `not` is honoured by rejection; raising lets an enclosing oneOf/anyOf try another branch.
         for _ in range(_NOT_TRIES):
             value = self._gen_value(facets, flat, run, depth, name)
@@ -809,6 +844,12 @@ class SchemaGenerator:
     def _gen_stepped(self, f: _Facets, run: _Run, lo: tuple[float, bool], hi: tuple[float, bool],
                      integer: bool) -> int | float:
         """Pick k * step inside the bounds, step being the lcm of every multipleOf (and 1 for integers)."""
+        if integer and not f.multiples:  # most numbers: the same draw as below, without fractions (a third dearer)
+            low = math.ceil(lo[0]) + (1 if lo[1] and math.ceil(lo[0]) == lo[0] else 0)
+            high = math.floor(hi[0]) - (1 if hi[1] and math.floor(hi[0]) == hi[0] else 0)
+            if low > high:
+                raise GenerationError(f"no integer fits the bounds at {f.where}")
+            return run.rng.randint(low, high)
         step = Fraction(1) if integer else None
         for m in f.multiples:
             frac = Fraction(repr(m)) if isinstance(m, float) else Fraction(m)

@@ -213,7 +213,7 @@ class Pipeline:
             check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                            answer.origin, body_checked=answer.prechecked,
                            fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
-        if answer.source == "generated" and not answer.prechecked:
+        if answer.source == "generated":
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)

@@ -173,9 +173,9 @@ class RequestValidator:
             if param.spec.has_default:
                 self._defaults[param.spec.location][key] = param.spec.default
         self._seen: dict[tuple[int, tuple[str, ...]], tuple[Any, list[Violation]]] = {}
-        self._form_kinds = {name: _form_kinds(media, resolve) for name, media in
-                            (op.request_body.content.items() if op.request_body else ())
-                            if name in ("application/x-www-form-urlencoded", "multipart/form-data")}
+        self._form_readings = {name: _form_readings(media, resolve) for name, media in
+                               (op.request_body.content.items() if op.request_body else ())
+                               if name in ("application/x-www-form-urlencoded", "multipart/form-data")}
 
     def validate(self, request: MockRequest, path_params: dict[str, str]) -> ValidRequest:
         result = ValidRequest(dict(self._defaults["path"]), dict(self._defaults["query"]),
@@ -321,10 +321,9 @@ class RequestValidator:
                 violations.append(Violation("body", "body", "", "multipart", "malformed multipart body (no boundary "
                                             "or no parts)"))
                 return None
-            value = self._form_value(media, fields)
-            violations.extend(self._repeated(media, fields))
-            if media.schema is not None:
-                value = _with_nulls(media.schema.validator, value, self._form_kinds.get(media.name, {}))
+            readings = self._form_readings.get(media.name) or [{}]
+            violations.extend(_repeated(readings[0], fields))
+            value = self._form_value(media, fields, readings)
         else:
             return request.body
         if media.schema is not None:
@@ -333,39 +332,68 @@ class RequestValidator:
                                             error.message))
         return value
 
-    def _repeated(self, media: MediaType, fields: dict[str, list[str]]) -> list[Violation]:
-        """A field the schema types as one value (not an array), sent more than once: which one was meant?"""
-        kinds = self._form_kinds.get(media.name, {})
-        single = {name for name, (field_kinds, _) in kinds.items() if field_kinds and "array" not in field_kinds}
-        return [Violation(name, "body", pointer_join("", name), "repeated",
-                          f"given {len(raw)} times; it takes a single value")
-                for name, raw in fields.items() if len(raw) > 1 and name in single]
-
-    def _form_value(self, media: MediaType, fields: dict[str, list[str]]) -> dict[str, Any]:
-        """Form fields as the body schema types them: numbers, booleans, and arrays for repeated fields."""
-        kinds = self._form_kinds.get(media.name, {})
-        value: dict[str, Any] = {}
-        for name, raw in fields.items():
-            field_kinds, item_kinds = kinds.get(name, (set(), set()))
-            if "array" in field_kinds:
-                value[name] = [_form_field(v, item_kinds) for v in raw]
-            else:
-                value[name] = _form_field(raw[-1], field_kinds)
-        return value
+    @staticmethod
+    def _form_value(media: MediaType, fields: dict[str, list[str]], readings: list[_Kinds]) -> dict[str, Any]:
+        """Form fields as the body schema types them (numbers, booleans, null, arrays for repeated fields, JSON
+        for a multipart part of an object or array): as every alternative of the body allows, else as the first
+        alternative (`oneOf`/`anyOf` of objects) under which the body is valid; as the first when none is."""
+        multipart = media.name.startswith("multipart")
+        first: dict[str, Any] | None = None
+        for kinds in readings:
+            value = {name: _form_field(raw, *kinds.get(name, (set(), set())), multipart=multipart)
+                     for name, raw in fields.items()}
+            if media.schema is not None:
+                value = _with_nulls(media.schema.validator, value, kinds)
+            if media.schema is None or len(readings) == 1 or media.schema.validator.is_valid(value):
+                return value
+            first = value if first is None else first
+        assert first is not None  # there are two readings at least
+        return first
 
 
-def _form_field(raw: str, kinds: set[str]) -> Any:
-    """A form field's text as its schema types it; an object comes as JSON (OpenAPI's default encoding for
-    object properties of a multipart body)."""
+def _repeated(kinds: _Kinds, fields: dict[str, list[str]]) -> list[Violation]:
+    """A field the schema types as one value (not an array, in no alternative), sent more than once: which one
+    was meant?"""
+    single = {name for name, (field_kinds, _) in kinds.items() if field_kinds and "array" not in field_kinds}
+    return [Violation(name, "body", pointer_join("", name), "repeated",
+                      f"given {len(raw)} times; it takes a single value")
+            for name, raw in fields.items() if len(raw) > 1 and name in single]
+
+
+def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multipart: bool) -> Any:
+    """A form field's texts as its schema types it: an array from repeated fields; an object (or an array of
+    them) as JSON, which is how a multipart part of one comes (OpenAPI's default Content-Type for such a part is
+    application/json), and how a form field of one may."""
+    if multipart and len(raw) == 1 and (kinds & {"object", "array"}):
+        whole = _json(raw[0])
+        if (isinstance(whole, dict) and "object" in kinds) or (
+                isinstance(whole, list) and "array" in kinds and (not item_kinds or item_kinds & {"object", "array"})):
+            return whole
+    if "array" in kinds:
+        if raw == ["null"] and "null" in kinds and "string" not in item_kinds:
+            return None  # a client's None, as for a single value (`coerce`): no item could be the text
+        return [_form_text(text, item_kinds) for text in raw]
+    return _form_text(raw[-1], kinds)
+
+
+def _form_text(raw: str, kinds: set[str]) -> Any:
     if "object" in kinds and raw[:1] in ("{", "["):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
+        found = _json(raw)
+        return raw if found is _NOT_JSON else found
     return coerce(raw, kinds)
 
 
-def _with_nulls(validator: Any, value: dict[str, Any], kinds: dict[str, tuple[set[str], set[str]]]) -> dict[str, Any]:
+_NOT_JSON = object()
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return _NOT_JSON
+
+
+def _with_nulls(validator: Any, value: dict[str, Any], kinds: _Kinds) -> dict[str, Any]:
     """A form field whose text is `null` and whose schema allows a string or null is read as a string first; when
     the body is then invalid, null (a client's spelling of None, as Schemathesis sends it) is tried instead, and
     kept if it leaves fewer problems (so what is reported is what is really wrong)."""
@@ -378,15 +406,39 @@ def _with_nulls(validator: Any, value: dict[str, Any], kinds: dict[str, tuple[se
         else value
 
 
-def _form_kinds(media: MediaType, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:
-    """For a form body's schema: each property's types and, for arrays, its items' types."""
-    return _property_kinds(media.schema.node, media.schema.uri, resolve) if media.schema is not None else {}
+def _form_readings(media: MediaType, resolve: Resolve) -> list[_Kinds]:
+    """How a form body's fields may be read: first as every alternative of its schema allows (each property's
+    types in any of them), then, for a `oneOf`/`anyOf` of objects, as each alternative alone types them."""
+    if media.schema is None:
+        return [{}]
+    node, uri = media.schema.node, media.schema.uri
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        node, uri = resolve(node["$ref"], uri)
+    branches = [(branch, uri) for key in ("oneOf", "anyOf") for branch in
+                (node.get(key) or [] if isinstance(node, dict) else [])]
+    shared = {key: value for key, value in node.items() if key not in ("oneOf", "anyOf")} \
+        if isinstance(node, dict) else {}
+    alternatives = [_joined(_property_kinds(shared, uri, resolve), _property_kinds(*branch, resolve))
+                    for branch in branches]
+    return [_property_kinds(node, uri, resolve), *alternatives]
 
 
-def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> dict[str, tuple[set[str], set[str]]]:
+_Kinds = dict[str, tuple[set[str], set[str]]]  # a form's fields: each one's types and, for arrays, its items'
+
+
+def _joined(a: _Kinds, b: _Kinds) -> _Kinds:
+    """Both readings: a field's types in either."""
+    joined = dict(a)
+    for name, (kinds, items) in b.items():
+        known = joined.get(name, (set(), set()))
+        joined[name] = (known[0] | kinds, known[1] | items)
+    return joined
+
+
+def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> _Kinds:
     """For an object schema (through `$ref`, `allOf`, `anyOf`, `oneOf`): each property's types and, for
-    arrays, its items' types."""
-    kinds: dict[str, tuple[set[str], set[str]]] = {}
+    arrays, its items' types (where several subschemas declare a property, the types any of them allow)."""
+    kinds: _Kinds = {}
     stack = [(schema, schema_uri)]
     while stack:
         node, uri = stack.pop()
@@ -398,7 +450,8 @@ def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> dict[str,
             prop_uri = below(uri, "properties", name)
             prop_kinds = schema_types(prop, prop_uri, resolve)
             items = schema_types(*items_schema(prop, prop_uri, resolve), resolve) if "array" in prop_kinds else set()
-            kinds[name] = (prop_kinds, items)
+            known = kinds.get(name)
+            kinds[name] = (prop_kinds, items) if known is None else (known[0] | prop_kinds, known[1] | items)
         stack.extend((sub, uri) for key in ("allOf", "anyOf", "oneOf") for sub in node.get(key) or [])
     return kinds
 

@@ -7,6 +7,7 @@ the document it stands in, across files. OpenAPI 3.0 documents are rewritten to 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker, validators
@@ -86,7 +87,7 @@ class SchemaCompiler:
         """A validator for the schema at `uri`; for a response, with OpenAPI's `writeOnly` rules."""
         schema = {"$ref": uri}
         resolver = self._registry.resolver_with_root(DRAFT202012.create_resource(schema))
-        kind = ResponseValidator if response else Draft202012Validator
+        kind = ResponseValidator if response else Validator
         return kind(schema, format_checker=FORMAT_CHECKER, _resolver=resolver)
 
 
@@ -121,9 +122,139 @@ def _declared_write_only(validator: Any, node: Any) -> bool:
 
 
 _REQUIRED = Draft202012Validator.VALIDATORS["required"]
+_ONE_OF = Draft202012Validator.VALIDATORS["oneOf"]
+_ANY_OF = Draft202012Validator.VALIDATORS["anyOf"]
+_SCALARS = (str, int, float, bool, type(None))
+_BRANCH_FACTS = 65536  # branches whose facts are kept (each entry holds its branch, so its id is never reused)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What a `oneOf`/`anyOf` branch says, through its `$ref`s and `allOf`, that a value can be told apart by at a
+    glance: the JSON types it allows, the values (`const`/`enum`, scalars only) and the values of properties."""
+
+    types: frozenset[str] | None = None
+    values: frozenset[tuple[str, Any]] | None = None
+    properties: tuple[tuple[str, frozenset[tuple[str, Any]]], ...] = ()
+
+
+_facts: dict[int, tuple[Any, _Facts]] = {}
+
+
+def _scalar_key(value: Any) -> tuple[str, Any] | None:
+    """A key equal for values JSON Schema holds equal (1 and 1.0, not 1 and true); None for arrays and objects."""
+    if isinstance(value, bool):
+        return "boolean", value
+    if isinstance(value, int | float):
+        return "number", value
+    return (type(value).__name__, value) if isinstance(value, _SCALARS) else None
+
+
+def _allowed(schema: dict[str, Any]) -> frozenset[tuple[str, Any]] | None:
+    listed = [schema["const"]] if "const" in schema else schema.get("enum")
+    if not isinstance(listed, list):
+        return None
+    keys = [_scalar_key(value) for value in listed]
+    return None if None in keys else frozenset(key for key in keys if key is not None)
+
+
+def _and(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] | None:
+    return b if a is None else a if b is None else a & b
+
+
+def _branch_facts(validator: Any, branch: Any) -> _Facts:
+    """A branch's facts, found once per branch and kept."""
+    kept = _facts.get(id(branch))
+    if kept is not None and kept[0] is branch:
+        return kept[1]
+    types: frozenset[str] | None = None
+    values: frozenset[tuple[str, Any]] | None = None
+    properties: dict[str, frozenset[tuple[str, Any]]] = {}
+    pending, seen = [(branch, validator._resolver)], 0
+    while pending and seen < 16:  # the branch, its `$ref` chain and `allOf` parts
+        node, resolver = pending.pop()
+        seen += 1
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("$id"), str):  # its `$ref`s are read from where it says it is
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        declared = node.get("type")
+        if isinstance(declared, str | list):
+            names = {declared} if isinstance(declared, str) else set(declared)
+            types = _and(types, frozenset(names | ({"integer"} if "number" in names else set())))
+        values = _and(values, _allowed(node))
+        for name, sub in (node.get("properties") or {}).items():
+            fixed = _allowed(sub) if isinstance(sub, dict) else None
+            if fixed is not None:
+                properties[name] = fixed & properties[name] if name in properties else fixed
+        if isinstance(node.get("$ref"), str):
+            try:
+                found = resolver.lookup(node["$ref"])
+            except Unresolvable:
+                continue
+            pending.append((found.contents, found.resolver))
+        if isinstance(node.get("allOf"), list):
+            pending += [(sub, resolver) for sub in node["allOf"]]
+    facts = _Facts(types, values, tuple(properties.items()))
+    if len(_facts) >= _BRANCH_FACTS:
+        _facts.clear()
+    _facts[id(branch)] = (branch, facts)
+    return facts
+
+
+def json_types(instance: Any) -> frozenset[str]:
+    """The JSON Schema types a value has (an integral number is both `integer` and `number`)."""
+    if isinstance(instance, bool):
+        return frozenset({"boolean"})
+    if isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer()):
+        return frozenset({"integer", "number"})
+    if isinstance(instance, float):
+        return frozenset({"number"})
+    if isinstance(instance, str):
+        return frozenset({"string"})
+    if instance is None:
+        return frozenset({"null"})
+    return frozenset({"array"} if isinstance(instance, list) else {"object"})
+
+
+def _excludes(validator: Any, branch: Any, instance: Any) -> bool:
+    """Whether a branch surely refuses the value: a type, a value or a property's value it does not allow."""
+    facts = _branch_facts(validator, branch)
+    if facts.types is not None and not facts.types & json_types(instance):
+        return True
+    if facts.values is not None and _scalar_key(instance) not in facts.values:
+        return True
+    return isinstance(instance, dict) and any(
+        name in instance and _scalar_key(instance[name]) not in allowed for name, allowed in facts.properties)
+
+
+def plausible(validator: Any, branches: list[Any], instance: Any) -> int:
+    """How many branches of a `oneOf`/`anyOf` a value is not told apart from at a glance."""
+    return sum(not _excludes(validator, branch, instance) for branch in branches)
+
+
+def _holds(validator: Any, branch: Any, index: int, instance: Any) -> bool:
+    return not _excludes(validator, branch, instance) and next(
+        validator.descend(instance, branch, schema_path=index), None) is None
+
+
+def _one_of(validator: Any, branches: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """`oneOf`, reading only the branches a value is not told apart from at a glance (one branch in seven, for a
+    component told by its `type`); for a value it does not fit, jsonschema's own errors."""
+    if sum(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)) != 1:
+        yield from _ONE_OF(validator, branches, instance, schema)
+
+
+def _any_of(validator: Any, branches: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """`anyOf`, as `oneOf` above."""
+    if not any(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)):
+        yield from _ANY_OF(validator, branches, instance, schema)
+
+
+# Draft 2020-12 with branches told apart at a glance: what every validator of the mock is
+Validator = validators.extend(Draft202012Validator, {"oneOf": _one_of, "anyOf": _any_of})
 # OpenAPI: a `writeOnly` property is sent in requests only, so a response neither holds nor requires it
-ResponseValidator = validators.extend(Draft202012Validator, {"writeOnly": _write_only,
-                                                             "required": _required_unless_write_only})
+ResponseValidator = validators.extend(Validator, {"writeOnly": _write_only, "required": _required_unless_write_only})
 
 
 def _resource(contents: Any) -> Resource:

@@ -457,3 +457,18 @@ paths:
 """)).test_client()
     answer = client.get("/things?per_page=3")
     assert answer.status_code == 200 and len(body(answer)["things"]) == 3
+
+
+def test_a_query_value_that_breaks_the_items_field_is_left_out_of_every_item_and_the_others_kept(write):
+    """Twilio's `?PageSize=100&Log=1`: `Log` goes into no item (its `log` is a string of one digit here), while
+    `owner` goes into all of them; the items are checked a field at a time, not an item at a time."""
+    spec = COHERENT.replace("- {name: owner, in: query, schema: {type: string}}",
+                            "- {name: owner, in: query, schema: {type: string}}\n"
+                            "        - {name: log, in: query, schema: {type: string}}").replace(
+        "properties: {dag_id: {type: string}, owner: {type: string}, is_paused: {type: boolean}}",
+        "properties: {dag_id: {type: string}, owner: {type: string}, is_paused: {type: boolean},\n"
+        "                   log: {type: string, pattern: '^[0-9]$'}}")
+    client = create_app(write("spec.yaml", spec)).test_client()
+    dags = body(client.get("/dags?limit=100&owner=ann&log=many"))["dags"]
+    assert len(dags) == 100 and {d["owner"] for d in dags} == {"ann"}
+    assert all(len(d["log"]) == 1 for d in dags)

@@ -14,10 +14,7 @@ if TYPE_CHECKING:
     from .testing import MockClient, MockServer
     from .web.app import create_app, pipeline_of
 
-try:
-    __version__ = metadata.version("mockserver")
-except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
-    __version__ = "0+unknown"
+    __version__: str
 
 _WHERE = {"create_app": ".web.app", "pipeline_of": ".web.app", "MockServer": ".testing", "MockClient": ".testing",
           "Options": ".core.pipeline", "MockError": ".core.errors", "LoadError": ".core.errors",
@@ -27,6 +24,11 @@ __all__ = ["__version__", "create_app", "pipeline_of", "MockServer", "MockClient
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # asked for rarely; reading the package metadata costs every start 30 ms
+        try:
+            return metadata.version("mockserver")
+        except metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+            return "0+unknown"
     if name in _WHERE:
         return getattr(import_module(_WHERE[name], __name__), name)
     raise AttributeError(f"module 'mockserver' has no attribute {name!r}")

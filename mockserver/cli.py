@@ -10,6 +10,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .cache import default_cache
+from .core.documents import use_parse_cache
 from .core.errors import LoadError
 from .core.pipeline import Options, Pipeline
 from .core.state import SESSION_TTL, StateError
@@ -463,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--fail-on", choices=["breaking", "any"], help="exit 1 when there is a breaking change (or any)")
 
     args = parser.parse_args(argv)
+    use_parse_cache(default_cache())  # a description read before starts in milliseconds (mockserver/cache.py)
     if args.command == "coverage":
         return _coverage(args)
     if args.command == "diff":

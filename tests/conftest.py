@@ -37,6 +37,13 @@ OTHER = {"Authorization": "Bearer other-tenant-token"}
 SAMPLE_PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _parse_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The commands tests start keep their parse cache (mockserver/cache.py) in the session's temp folder, never in
+    the user's home."""
+    os.environ["MOCKSERVER_CACHE_DIR"] = str(tmp_path_factory.mktemp("parse-cache"))
+
+
 @pytest.fixture(scope="session")
 def kindgi_app() -> Flask:
     return create_app(KINDGI_SPEC, KINDGI_FIXTURES)

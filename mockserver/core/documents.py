@@ -5,11 +5,14 @@ breaks its schema, a bad parameter) can be reported as `file:line`.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urldefrag, urljoin
 
 import yaml
@@ -20,6 +23,28 @@ try:  # the C parser is several times faster on large descriptions
     _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
     _BaseLoader = yaml.SafeLoader
+
+
+_READER = 1  # bump when what _build makes of a file changes: entries of the parse cache made before are not read
+# what a parse cache entry depends on besides the file's bytes: marshal's format, PyYAML, and how this module reads
+_PARSED_BY = f"{sys.version}|{yaml.__version__}|{_BaseLoader.__name__}|{_READER}".encode()
+
+
+class ParseCache(Protocol):
+    """Where parsed YAML is kept between starts (mockserver/cache.py); the engine itself writes no file."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, blob: bytes) -> None: ...
+
+
+_cache: ParseCache | None = None
+
+
+def use_parse_cache(cache: ParseCache | None) -> None:
+    """Installed once by the command line (tests and embedders parse every time unless they install one)."""
+    global _cache
+    _cache = cache
 
 
 class _Loader(_BaseLoader):
@@ -114,6 +139,25 @@ def read_document(path: Path) -> Document:
         raise LoadError([Problem(str(path), "", f"cannot read the file: {exc}", "read")]) from None
     if path.suffix.lower() == ".json":
         return _read_json(path, text)
+    cache = _cache
+    if cache is None:
+        return _parse_yaml(path, text)
+    key = hashlib.sha256(_PARSED_BY + text.encode()).hexdigest()
+    if (blob := cache.get(key)) is not None:
+        try:
+            data, lines = marshal.loads(blob)
+            return Document(path, data, lines)
+        except (EOFError, ValueError, TypeError):  # a torn or foreign entry: parse again (and rewrite it)
+            pass
+    document = _parse_yaml(path, text)  # a file with problems raises here: only clean parses are kept
+    try:
+        cache.put(key, marshal.dumps((document.data, document.lines)))
+    except ValueError:  # a value marshal cannot hold (an explicit !!timestamp): parsed every time
+        pass
+    return document
+
+
+def _parse_yaml(path: Path, text: str) -> Document:
     loader = _Loader(text)
     problems: list[Problem] = []
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     """`current()` is the state being served (a reload swaps it); `render(MockError) -> Response` answers errors
     in the API's envelope, like everything else; `drift` (in proxy mode) is served at /__mock/drift."""
     bp = Blueprint("control", __name__, url_prefix=PREFIX)
-    description = json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
 
     def ok(payload: Any, status: int = 200) -> Response:
         return Response(json.dumps(payload), status=status, content_type="application/json")
@@ -59,7 +59,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.get("/openapi.json")
     def openapi() -> Response:
-        return Response(description, content_type="application/json")
+        return Response(_description(), content_type="application/json")
 
     @bp.get("/scenarios")
     def list_scenarios() -> Response:
@@ -152,6 +152,12 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         raise MockError(404, f"no control endpoint {PREFIX}/{anything}; see {PREFIX}/openapi.json", code="not-found")
 
     return bp
+
+
+@cache
+def _description() -> str:
+    """Read when first asked for, not in every worker's start (a pure-Python YAML parse: 50 ms)."""
+    return json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
 
 
 def session_param(pipeline: Pipeline) -> str | None:

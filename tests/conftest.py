@@ -67,13 +67,6 @@ class ParsedInThisProcess:
             self._bytes -= len(self._blobs.popitem(last=False)[1])
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: two workers per core. Most of the suite's time is spent waiting (on servers and commands in other
-    processes, on a thread of the same process holding the GIL, on sleeps a scenario asks for), so one worker per
-    core leaves a third of the CPU idle (on 2 cores, `make test` took about 5 min with 2 workers, 3 min with 4)."""
-    return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
 PARSED = ParsedInThisProcess()
 use_parse_cache(PARSED)  # at import: the apps some test modules build when they are collected use it too
 

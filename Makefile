@@ -47,7 +47,7 @@ airflow: install-test
 		echo "make: Airflow's description could not be fetched: tests/engine/test_airflow.py will be skipped"
 
 test: install-test browser redis airflow
-	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -n auto --dist worksteal -q
 
 # ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade) and mypy, as configured in pyproject.toml
 lint: install-test

@@ -21,6 +21,7 @@ from .core.state import SESSION_HEADER
 from .web.app import MOCK_KEY, create_app, pipeline_of
 
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request
+_POLL_S = 0.05
 _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
 
 
@@ -101,7 +102,10 @@ class MockServer(MockClient):
     def start(self) -> MockServer:
         self._server = make_server(self._host, self._port, self.app, threaded=True,
                                    request_handler=_handler(self.app.extensions[MOCK_KEY]))
-        self._thread = threading.Thread(target=self._server.serve_forever, name="mockserver", daemon=True)
+        # polled every 50 ms (not serve_forever's 0.5 s) for the stop: a test's mock stops at once, not half a
+        # second later
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(_POLL_S,), name="mockserver",
+                                        daemon=True)
         self._thread.start()
         return self
 

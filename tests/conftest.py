@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mockserver import create_app
+from mockserver.core.documents import use_parse_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDGI_SPEC = ROOT / "spec" / "kindgi.yaml"
@@ -35,6 +37,38 @@ os.environ.setdefault("MOCKSERVER_FIXTURES", str(KINDGI_FIXTURES))
 DEMO = {"Authorization": "Bearer demo-token"}
 OTHER = {"Authorization": "Bearer other-tenant-token"}
 SAMPLE_PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
+
+
+class ParsedInThisProcess:
+    """The engine's ParseCache kept in memory: a test process parses each file once, however many mocks its tests
+    build of it (most build their own of Kindgi's 780 kB of YAML, 0.2-0.4 s each to parse). Keyed, as the command
+    line's cache is, by the hash of the text: an edited file is parsed again, a file with a problem is never kept.
+    The newest `KEEP_BYTES` of entries are kept. (An in-process `mockserver.cli.main` installs the command line's own
+    cache on disk, in the session's temp folder: just as good.)"""
+
+    KEEP_BYTES = 256 * 2**20
+
+    def __init__(self) -> None:
+        self._blobs: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: str) -> bytes | None:
+        blob = self._blobs.get(key)
+        if blob is not None:
+            self._blobs.move_to_end(key)
+        return blob
+
+    def put(self, key: str, blob: bytes) -> None:
+        if key in self._blobs:
+            return
+        self._blobs[key] = blob
+        self._bytes += len(blob)
+        while self._bytes > self.KEEP_BYTES:
+            self._bytes -= len(self._blobs.popitem(last=False)[1])
+
+
+PARSED = ParsedInThisProcess()
+use_parse_cache(PARSED)  # at import: the apps some test modules build when they are collected use it too
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LIBRARY
+from conftest import LIBRARY, PARSED
 from mockserver.cache import KEEP, DiskCache
 from mockserver.core.documents import DocumentSet, RefError, read_document, use_parse_cache
 from mockserver.core.errors import LoadError
@@ -69,7 +69,7 @@ def parse_cache(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "parsed"
     use_parse_cache(DiskCache(folder))
     yield folder
-    use_parse_cache(None)
+    use_parse_cache(PARSED)  # the test process's own (conftest)
 
 
 def test_a_file_read_again_comes_from_the_parse_cache_and_an_edited_one_is_parsed_again(write, parse_cache):

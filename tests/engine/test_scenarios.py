@@ -11,9 +11,18 @@ from mockserver import create_app
 TEST_SETS = "/v1/test-sets?limit=1"
 
 
-@pytest.fixture()
-def app():
+@pytest.fixture(scope="module")
+def kindgi_mock():
+    """One Kindgi mock for the module's tests (building it took most of each test's time)."""
     return create_app(KINDGI_SPEC, KINDGI_FIXTURES)
+
+
+@pytest.fixture()
+def app(kindgi_mock):
+    """The module's mock, reset as a user resets it (`POST /__mock/reset`: no scenario set at run time, the
+    fixtures' back with fresh counts, an empty journal, no session): each test starts where a new mock starts."""
+    assert kindgi_mock.test_client().post("/__mock/reset").status_code == 200
+    return kindgi_mock
 
 
 @pytest.fixture()
@@ -83,7 +92,7 @@ def test_latency_fixed_and_range(client):
     assert 0.1 <= time.perf_counter() - started < 1.0
 
 
-def test_a_seeded_fraction_of_calls_fails_the_same_way_each_time(app):
+def test_a_seeded_fraction_of_calls_fails_the_same_way_each_time():
     def run() -> list[int]:
         client = create_app(KINDGI_SPEC, KINDGI_FIXTURES).test_client()
         client.post("/__mock/scenarios", json={"operationId": "listTestSets", "status": 503, "rate": 0.3, "seed": 4})
@@ -107,7 +116,8 @@ def test_counts_stay_exact_under_concurrency(app):
     assert results.count(503) == 5 and results.count(200) == 43
 
 
-def test_fixture_scenarios_are_there_from_the_start(client):
+def test_fixture_scenarios_are_there_from_the_start():
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES).test_client()  # a new mock: no reset before
     response = client.get("/v1/test-sets/acme.flaky/versions/1.0.0/cases", headers=DEMO)
     assert response.status_code == 503 and response.headers["Retry-After"] == "2"
     assert body(response)["error"]["code"] == "database-busy"

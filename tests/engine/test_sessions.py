@@ -13,9 +13,19 @@ from mockserver import create_app
 TEST_SETS = "/v1/test-sets?limit=1"
 
 
+@pytest.fixture(scope="module")
+def kindgi_mock():
+    """One Kindgi mock for the module's tests (building it took most of each test's time)."""
+    return create_app(KINDGI_SPEC, KINDGI_FIXTURES)
+
+
 @pytest.fixture()
-def client():
-    return create_app(KINDGI_SPEC, KINDGI_FIXTURES).test_client()
+def client(kindgi_mock):
+    """A client of the module's mock, reset as a user resets it (`POST /__mock/reset`: every session, scenario and
+    journal entry gone): each test starts where a new mock starts."""
+    client = kindgi_mock.test_client()
+    assert client.post("/__mock/reset").status_code == 200
+    return client
 
 
 def calls(client, session: str | None, n: int = 1) -> list[int]:

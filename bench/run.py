@@ -57,13 +57,13 @@ PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
 # what every `mockserver serve` with more than one worker is given besides --workers: the rows that compare the
 # server with the rows of earlier runs keep the memory store (each worker its own); the Redis rows are their own
 MULTI_WORKER_ARGS: list[str] = ["--state", "memory"]
-THREAD_SWEEP = [t for t in (1, 2, 8) if t != THREADS]  # other --threads, measured beside the default's rows
+THREAD_SWEEP = [t for t in (1, 2, 4, 8) if t != THREADS]  # other --threads, measured beside the default's rows
 MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers x THREADS threads (the default)
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
 # the baselines on Granian take the mock's worker settings
 GRANIAN_FLAGS = ["--interface", "wsgi", "--workers", "2", "--blocking-threads", str(THREADS), "--no-ws",
                  "--log-level", "warning"]
-# bare Flask and raw WSGI on stock gunicorn gthread, 2 x 4: what a Python developer would hand-write
+# bare Flask and raw WSGI on stock gunicorn gthread, 2 x 4 (its usual threads): what a Python developer would hand-write
 GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "gthread", "--preload", "--keep-alive", "5"]
 # the last commit serving on gunicorn: its default (1 worker x 8 threads) is "today's default" of issue 15
 GUNICORN_COMMIT = "61d26db"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
 # while it sleeps, so one slow answer would stall every other; 4 leaves room for a few and stays under the count
 # Granian warns about (2 x cores + 1)
-THREADS = 4
+THREADS = 2  # measured on 2 cores (docs/SERVING.md, make bench's --threads rows)
 CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
 CONVENTIONAL_FIXTURES = "fixtures"
 

@@ -130,7 +130,7 @@ def test_stalled_clients_do_not_hold_up_a_normal_request(one_worker):
 
 
 def test_a_slow_scenario_answer_does_not_hold_up_the_others(one_worker):
-    """A scenario's latency sleeps in one of the worker's threads (4 by default); the others keep answering."""
+    """A scenario's latency sleeps in one of the worker's threads (2 by default); the other keeps answering."""
     _, port = one_worker
     slow = threading.Thread(target=call, args=(port, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}"))
     slow.start()  # acme.slow takes 1.5 s (a fixture scenario)

@@ -70,11 +70,13 @@ class Known:
     anywhere: bool = False  # the same cause may show on other operations too
     modes: tuple[str, ...] = ("positive", "negative")
     says: str = ""  # words the failing answer holds, where the check and title alone would say too little
+    sent: str = ""  # words the request that failed holds (its curl), where the cause is in how it was sent
     always: bool = True  # False: it shows on some runs only (the tests' sample then expects no failure of it)
 
     def explains(self, finding: dict[str, Any], mode: str) -> bool:
         return (mode in self.modes and (finding["check"], finding["title"]) == (self.check, self.title)
-                and (self.anywhere or finding["operation"] in self.operations) and self.says in finding["got"])
+                and (self.anywhere or finding["operation"] in self.operations) and self.says in finding["got"]
+                and self.sent in finding.get("curl", ""))
 
     def explains_error(self, error: str, mode: str) -> bool:
         return (mode in self.modes and self.check == "error" and self.title in error
@@ -124,11 +126,12 @@ DISCORD_KNOWN = (
           "of a type list and sends `\"\"` as valid data; the mock checks the format (as Prism does) and answers 400 "
           "(`'' is not a 'date-time'`)", anywhere=True, modes=("positive",), says="is not a 'date-time'"),
     Known("positive_data_acceptance", "Schema-valid request rejected", ("POST /webhooks/{webhook_id}/{webhook_token}",),
-          "an object property of its form body (`poll`, `allowed_mentions`: `oneOf [null, object]`, in both "
-          "alternatives) is sent as Schemathesis' HTTP client encodes a dict in a form, its keys as that field's "
-          "values (`poll=question&poll=answers&…`): the object is lost, and the mock rightly answers 400 (`given 6 "
-          "times; it takes a single value`), no alternative allowing an array there", modes=("positive",),
-          says="it takes a single value", always=False),
+          "its form body holds objects (`poll`, `allowed_mentions`: `oneOf [null, object]`; `attachments`, "
+          "`components`, `embeds`: arrays of objects), and Schemathesis' HTTP client encodes a dict in a form as "
+          "its keys, the field's values (`poll=question&poll=answers&…`, `attachments=id&attachments=type`): the "
+          "objects are lost, and the mock rightly answers 400 (`given 6 times; it takes a single value`, `'type' is "
+          "not of type 'object'`, …); a JSON body of the same operation keeps its objects and is accepted",
+          modes=("positive",), sent="application/x-www-form-urlencoded", always=False),
 )
 DIGITALOCEAN_KNOWN = (
     Known("error", "Too many generated examples are filtered out for request body", ("POST /v2/droplets/actions",),

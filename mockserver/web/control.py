@@ -53,6 +53,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     @bp.get("/health")
     def health() -> Response:
         pipeline = current()  # once: a reload may swap the state between two reads
+        pipeline.store.probe()
         state = pipeline.store.describe()
         return ok({"status": "ok" if state["available"] else "state-unavailable", "title": pipeline.spec.title,
                    "operations": len(pipeline.spec.operations), "state": state}, 200 if state["available"] else 503)

@@ -175,3 +175,14 @@ def test_redis_lost_while_serving_is_a_503_of_the_mock_then_it_recovers(own_redi
         assert call(port, "/__mock/scenarios", "POST",
                     {"operationId": "listTestSets", "status": 503, "times": 1})[0] == 201
         assert [call(port, TEST_SETS)[0] for _ in range(2)] == [503, 200]
+
+
+def test_health_asks_redis_itself_even_in_a_worker_that_has_served_nothing(own_redis):
+    """A load balancer's probe may be the first call a worker gets: it must say the state is gone, not that all is
+    well as the worker last saw it."""
+    with serving("--state", own_redis.url(), "--log-level", "warning") as (_, port):
+        own_redis.stop()
+        status, health = call(port, "/__mock/health")
+        assert status == 503 and health["state"]["available"] is False and "Redis" in health["state"]["reason"]
+        own_redis.start()
+        assert until(lambda: call(port, "/__mock/health")[0] == 200)

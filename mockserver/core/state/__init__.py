@@ -144,6 +144,12 @@ class Store(ABC):
     def check(self) -> None:
         """Raises `unavailable(...)` while the store cannot be used; cheap (no round trip)."""
 
+    @abstractmethod
+    def probe(self) -> None:
+        """Asks the store itself (a round trip where there is one), for /__mock/health: what `describe` says next is
+        the store as it is now, not as this process last saw it (a worker that has served no call since Redis went
+        away would otherwise call itself healthy)."""
+
     # -- scenarios ------------------------------------------------------------------------------------------
     @abstractmethod
     def book(self) -> Book:

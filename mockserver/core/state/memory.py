@@ -58,6 +58,9 @@ class MemoryStore(Store):
     def check(self) -> None:
         return None
 
+    def probe(self) -> None:
+        return None  # in this process: nothing to ask
+
     def book(self) -> Book:
         return self._book
 

@@ -292,6 +292,17 @@ class RedisStore(Store):
                  "available": self._available, "sessionTtl": self._ttl}
         return shown if self._available else {**shown, "reason": self._reason}
 
+    def probe(self) -> None:
+        try:
+            self._redis.ping()
+        except redis.RedisError as exc:  # the listener sees it, reconnects and says when Redis is back
+            if self._available:
+                log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+            self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+            return
+        if not self._available and self._pid != os.getpid():  # no listener here yet to say Redis is back: the
+            self._available, self._reason = True, ""  # first request starts it, and it reads the book afresh
+
     def check(self) -> None:
         self._ensure_threads()
         if not self._available:

@@ -94,11 +94,11 @@ class Echo:
             if resource and "id" in payload and resource[0] != "id" and _norm(resource[0]).endswith("id") and \
                     not any(_norm(key) == _norm(resource[0]) for key in payload) and resource[0] in request.path:
                 changes.append((["id"], request.path[resource[0]]))
-        payload = _kept(payload, changes, fits)
+        payload = _fitting(payload, changes, fits)
         # then the items of its list, as it stands now (a list sent in the body may have taken its place)
         items = [change for path, values in _lists(payload) for index, item in enumerate(values)
                  if isinstance(item, dict) for change in _matches(item, asked, [*path, index])]
-        payload = _kept(payload, items, fits)
+        payload = _fitting(payload, items, fits)
         return self._counted(op, payload, schema, uri, fits, request, (limit, offset), make_value)
 
     def _counted(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
@@ -126,7 +126,7 @@ class Echo:
                               if _norm(name) not in _PAGING)
             made = make_value(node, node_uri, f"{op.id}|total|{identity}") if node is not None else None
             total = max(made, seen) if isinstance(made, int) and not isinstance(made, bool) else seen
-        return _kept(payload, [(path, total) for path in fields], fits)
+        return _fitting(payload, [(path, total) for path in fields], fits)
 
     def _sized(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], limit: int | None,
                make_item: MakeItem) -> Any:
@@ -165,7 +165,7 @@ def _lists(payload: Any) -> list[tuple[list[Any], list[Any]]]:
     return []
 
 
-def _kept(payload: Any, changes: list[tuple[list[Any], Any]], fits: Callable[[Any], bool]) -> Any:
+def _fitting(payload: Any, changes: list[tuple[list[Any], Any]], fits: Callable[[Any], bool]) -> Any:
     """The payload with every change, if it fits so; else with those that fit, a field at a time: the same value
     in the same field of every item is one change (a value that breaks one item's field breaks them all), so a
     page of 100 items is checked once per field, not once per item and field (200 checks took Twilio 4 s)."""

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
 import rstr
 from jsonschema import Draft202012Validator
 
+from .memo import kept
 from .schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
 if TYPE_CHECKING:
@@ -153,18 +154,6 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
 _MISSING = object()
 _VALIDATORS = 4096  # compiled subschema validators (and branch types) kept by a generator, under its lock
 _PLANS = 16384  # expansions and facets kept, likewise (one of Discord's messages has some 3,000 places)
-T = TypeVar("T")
-
-
-def _kept(cache: dict[Any, T], key: Any, make: Callable[[], T], size: int = _VALIDATORS) -> T:
-    """`cache[key]`, made once; past `size` entries the cache starts again empty. An entry holds the schemas its
-    key names by id, so an id in a key is never another schema's."""
-    found = cache.get(key)
-    if found is None:
-        if len(cache) >= size:
-            cache.clear()
-        found = cache[key] = make()
-    return found
 
 
 class GenerationError(ValueError):
@@ -511,15 +500,15 @@ class SchemaGenerator:
                 self._expand(loc, depth, more_flat, more_choices)
                 return more_flat, more_choices
 
-            more = _kept(self._expansions, (_key(loc), depth), expand, _PLANS)
+            more = kept(self._expansions, (_key(loc), depth), expand, _PLANS)
             flat += more[0]
             choices += more[1]
         return flat, choices
 
     def _facets(self, flat: list[_Loc]) -> _Facets:
         """`_merge`, kept: see `_expanded`. The facets are read, never changed."""
-        return _kept(self._merged, tuple(_key(loc) for loc in flat),
-                     lambda: (flat, _merge(flat, flat[0].where if flat else "#")), _PLANS)[1]
+        return kept(self._merged, tuple(_key(loc) for loc in flat),
+                    lambda: (flat, _merge(flat, flat[0].where if flat else "#")), _PLANS)[1]
 
     def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
         """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
@@ -662,15 +651,16 @@ class SchemaGenerator:
             branches = [self._deref(branch, loc.base, frozenset()) for branch in loc.schema[choice.kind]]
             return loc.schema, Validator({"oneOf": branches}, format_checker=FORMAT_CHECKER)
 
-        validator = _kept(self._validators, ((id(loc.schema), loc.base), (0, choice.kind)), compiled)[1]
+        validator = kept(self._validators, ((id(loc.schema), loc.base), (0, choice.kind)), compiled, _VALIDATORS)[1]
         # likewise when its type, `const` or a property's `const` (a component's `type: 2`) tells the branch
         return plausible(validator, validator.schema["oneOf"], value) == 1 or validator.is_valid(value)
 
     def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
         """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
         loc = choice.loc
-        return _kept(self._types, ((id(loc.schema), loc.base),),
-                     lambda: (loc.schema, [self._types_of(b, loc.base, 0) for b in loc.schema[choice.kind]]))[1]
+        return kept(self._types, ((id(loc.schema), loc.base),),
+                    lambda: (loc.schema, [self._types_of(b, loc.base, 0) for b in loc.schema[choice.kind]]),
+                    _VALIDATORS)[1]
 
     def _types_of(self, schema: Any, base: str, depth: int) -> frozenset[str] | None:
         if schema is False:
@@ -703,7 +693,8 @@ class SchemaGenerator:
             schema = {"allOf": [self._deref(loc.schema, loc.base, frozenset()) for loc in locs]}
             return locs, Validator(schema, format_checker=FORMAT_CHECKER)
 
-        return _kept(self._validators, tuple((id(loc.schema), loc.base) for loc in locs), compiled)[1].is_valid(value)
+        key = tuple((id(loc.schema), loc.base) for loc in locs)
+        return kept(self._validators, key, compiled, _VALIDATORS)[1].is_valid(value)
 
     def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:
         """Inline `$ref`s and translate OpenAPI 3.0 keywords so plain jsonschema can validate.

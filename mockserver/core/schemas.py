@@ -18,6 +18,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from .documents import DocumentSet, pointer_join
+from .memo import kept
 
 
 def _format_checker() -> FormatChecker:
@@ -164,9 +165,10 @@ def _and(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] |
 
 def _branch_facts(validator: Any, branch: Any) -> _Facts:
     """A branch's facts, found once per branch and kept."""
-    kept = _facts.get(id(branch))
-    if kept is not None and kept[0] is branch:
-        return kept[1]
+    return kept(_facts, id(branch), lambda: (branch, _found_facts(validator, branch)), _BRANCH_FACTS)[1]
+
+
+def _found_facts(validator: Any, branch: Any) -> _Facts:
     types: frozenset[str] | None = None
     values: frozenset[tuple[str, Any]] | None = None
     properties: dict[str, frozenset[tuple[str, Any]]] = {}
@@ -195,11 +197,7 @@ def _branch_facts(validator: Any, branch: Any) -> _Facts:
             pending.append((found.contents, found.resolver))
         if isinstance(node.get("allOf"), list):
             pending += [(sub, resolver) for sub in node["allOf"]]
-    facts = _Facts(types, values, tuple(properties.items()))
-    if len(_facts) >= _BRANCH_FACTS:
-        _facts.clear()
-    _facts[id(branch)] = (branch, facts)
-    return facts
+    return _Facts(types, values, tuple(properties.items()))
 
 
 def json_types(instance: Any) -> frozenset[str]:

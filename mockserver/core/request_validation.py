@@ -430,9 +430,14 @@ def _joined(a: _Kinds, b: _Kinds) -> _Kinds:
     """Both readings: a field's types in either."""
     joined = dict(a)
     for name, (kinds, items) in b.items():
-        known = joined.get(name, (set(), set()))
-        joined[name] = (known[0] | kinds, known[1] | items)
+        _add(joined, name, kinds, items)
     return joined
+
+
+def _add(kinds: _Kinds, name: str, types: set[str], items: set[str]) -> None:
+    """A field's types (and its items'), with those it has already: the types either allows."""
+    known = kinds.get(name)
+    kinds[name] = (types, items) if known is None else (known[0] | types, known[1] | items)
 
 
 def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> _Kinds:
@@ -450,8 +455,7 @@ def _property_kinds(schema: Any, schema_uri: str, resolve: Resolve) -> _Kinds:
             prop_uri = below(uri, "properties", name)
             prop_kinds = schema_types(prop, prop_uri, resolve)
             items = schema_types(*items_schema(prop, prop_uri, resolve), resolve) if "array" in prop_kinds else set()
-            known = kinds.get(name)
-            kinds[name] = (prop_kinds, items) if known is None else (known[0] | prop_kinds, known[1] | items)
+            _add(kinds, name, prop_kinds, items)
         stack.extend((sub, uri) for key in ("allOf", "anyOf", "oneOf") for sub in node.get(key) or [])
     return kinds
 

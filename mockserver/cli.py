@@ -20,10 +20,11 @@ from .core.stateful import ITEMS_LIMIT
 if TYPE_CHECKING:
     from flask import Flask
 
-# Python threads per worker: on 2 cores one thread answers fastest (GIL), but a scenario's latency holds a thread
-# while it sleeps, so one slow answer would stall every other; 4 leaves room for a few and stays under the count
-# Granian warns about (2 x cores + 1)
-THREADS = 2  # measured on 2 cores (docs/SERVING.md, make bench's --threads rows)
+# Python threads per worker for what may block (web/rsgi.py): the control API, and the answers themselves when
+# they wait on Redis or a proxied deployment; with the memory store the API is answered on the event loop and a
+# scenario's latency holds no thread. 2: one blocked call leaves another answering, and few threads fight less
+# for the GIL on 2 cores (docs/SERVING.md, make bench's Redis rows)
+THREADS = 2
 CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
 CONVENTIONAL_FIXTURES = "fixtures"
 
@@ -243,8 +244,9 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
-                        help="Python threads per worker running the mock; a scenario's latency holds one "
-                             "(default %(default)s)")
+                        help="Python threads per worker for what may block: the control API, and answers that wait "
+                             "on Redis (--state redis://…) or a proxied deployment (default %(default)s); a "
+                             "scenario's latency holds none")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
     parser.add_argument("--backpressure", type=int, metavar="N",

@@ -56,9 +56,13 @@ def raw_path(environ: dict[str, Any]) -> str:
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     if raw:
         return raw.split("?", 1)[0]
-    # Granian sends only the decoded path: its bytes encoded again (a `%2F` is a `/` by now), so a path that is
-    # not UTF-8 still reaches the router as such
-    return quote(environ.get("PATH_INFO", "/").encode("latin-1"), safe="/:@!$&'()*+,;=-._~")
+    return encoded_path(environ.get("PATH_INFO", "/").encode("latin-1"))
+
+
+def encoded_path(decoded: str | bytes) -> str:
+    """A path Granian decoded (a `%2F` is a `/` by now) percent-encoded again, so a path that is not UTF-8 still
+    reaches the router as such."""
+    return quote(decoded, safe="/:@!$&'()*+,;=-._~")
 
 
 class MockWSGI:
@@ -68,6 +72,7 @@ class MockWSGI:
                  handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
+        self.proxied = handle is not None  # its answers wait on the network
         self.flask_wsgi = flask_wsgi
         self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self._reloader_pid = 0
@@ -82,47 +87,71 @@ class MockWSGI:
             self._reloader_pid = os.getpid()
             self.reloader.start()
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def is_control(self, path: str) -> bool:
+        """A path Flask answers (the control API and its pages), when the control API is served."""
+        return self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/"))
+
+    def body_limit(self) -> int:
+        """Bytes of a body worth reading: one more than allowed tells the pipeline it is too large."""
+        return self.pipeline.options.max_body + 1
+
+    def answer(self, method: str, path: str, query: str, headers: dict[str, str],
+               body: bytes) -> tuple[Pipeline, MockRequest, MockResponse]:
+        """The pipeline's answer (or the proxy's); a bug in the mock is logged with its traceback and answered
+        without one. The server adapters (WSGI here, RSGI in web/rsgi.py) wait out `delay_ms`, then `finish`."""
         self._ensure_reloader()
+        pipeline = self.pipeline
+        mock_request = MockRequest(method, path, query, headers, body)
+        try:
+            result = self.handle(pipeline, mock_request)
+        except Exception:
+            access_log.exception("internal error on %s %s", method, mock_request.path)
+            result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
+                                                       code="mock-internal-error"),
+                                             pipeline.request_id(mock_request), None)
+        return pipeline, mock_request, result
+
+    def finish(self, pipeline: Pipeline, mock_request: MockRequest, result: MockResponse,
+               started: float) -> list[tuple[str, str]]:
+        """The answer's headers, once it is in the journal and the access log."""
+        out_headers = dict(result.headers)
+        if result.media_type:
+            out_headers["Content-Type"] = result.media_type
+        out_headers["Content-Length"] = str(len(result.body))
+        out_headers.update(cors_headers(mock_request.headers))
+        pipeline.journal.record(
+            method=mock_request.method, path=mock_request.path, query=mock_request.query_string,
+            request_headers=mock_request.headers, request_body=mock_request.body, status=result.status,
+            response_headers=out_headers, response_body=result.body, source=result.source,
+            operation_id=result.operation_id, scenario_id=result.scenario_id,
+            duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
+        log_access(mock_request.method, mock_request.path, mock_request.query_string, result.status, started,
+                   result.source, result.operation_id)
+        return list(out_headers.items())
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
         headers = request_headers(environ)
         method = environ.get("REQUEST_METHOD", "GET")
         if is_preflight(method, headers):  # the API's paths and the control API's alike
             start_response("204 No Content", list(preflight_headers(headers).items()))
-            _log(environ, 204, started, "cors", None)
+            log_access(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""), 204, started, "cors")
             return []
-        path = environ.get("PATH_INFO", "")
-        if self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/")):
+        if self.is_control(environ.get("PATH_INFO", "")):
+            self._ensure_reloader()
+            assert self.flask_wsgi is not None
             return self.flask_wsgi(environ, _with_cors(start_response, headers))
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        pipeline = self.pipeline
-        limit = pipeline.options.max_body + 1  # one byte more than allowed tells the pipeline it is too large
-        body = environ["wsgi.input"].read(min(length, limit)) if length > 0 else b""
-        mock_request = MockRequest(method, raw_path(environ), environ.get("QUERY_STRING", ""), headers, body)
-        try:
-            result = self.handle(pipeline, mock_request)
-        except Exception:  # a bug in the mock: logged with its traceback, answered without one
-            access_log.exception("internal error on %s %s", method, mock_request.path)
-            result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
-                                                       code="mock-internal-error"),
-                                             pipeline.request_id(mock_request), None)
+        body = environ["wsgi.input"].read(min(length, self.body_limit())) if length > 0 else b""
+        pipeline, mock_request, result = self.answer(method, raw_path(environ), environ.get("QUERY_STRING", ""),
+                                                     headers, body)
         if result.delay_ms:
             time.sleep(result.delay_ms / 1000)
-        out_headers = dict(result.headers)
-        if result.media_type:
-            out_headers["Content-Type"] = result.media_type
-        out_headers["Content-Length"] = str(len(result.body))
-        out_headers.update(cors_headers(headers))
-        pipeline.journal.record(
-            method=method, path=mock_request.path, query=mock_request.query_string, request_headers=headers,
-            request_body=body, status=result.status, response_headers=out_headers, response_body=result.body,
-            source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
-            duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
-        _log(environ, result.status, started, result.source, result.operation_id)
-        start_response(status_line(result.status), list(out_headers.items()))
+        out_headers = self.finish(pipeline, mock_request, result, started)
+        start_response(status_line(result.status), out_headers)
         if result.disconnect:
             return _broken(result.disconnect, result.body, environ)
         return [result.body]
@@ -246,9 +275,9 @@ def _envelope(pipeline: Pipeline, error: MockError) -> Response:
     return out
 
 
-def _log(environ: dict[str, Any], status: int, started: float, source: str, operation_id: str | None) -> None:
+def log_access(method: str, path: str, query: str, status: int, started: float, source: str,
+               operation_id: str | None = None) -> None:
     if ACCESS.enabled():
-        query = environ.get("QUERY_STRING")
-        ACCESS.write(f"{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}{'?' + query if query else ''} "
-                     f"{status} {(time.perf_counter() - started) * 1000:.1f}ms {source}"
+        ACCESS.write(f"{method} {path}{'?' + query if query else ''} {status} "
+                     f"{(time.perf_counter() - started) * 1000:.1f}ms {source}"
                      f"{' ' + operation_id if operation_id else ''}")

@@ -24,6 +24,7 @@ from granian import Granian
 from granian.constants import Interfaces
 
 from .access import ACCESS
+from .rsgi import MockRSGI
 
 DRAIN_S = 10  # SIGTERM: requests in flight get this long to finish before their worker is killed
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -36,7 +37,7 @@ class Settings:
     host: str
     port: int
     workers: int
-    threads: int  # Python threads per worker running the app (a scenario's latency holds one)
+    threads: int  # Python threads per worker for what may block: the control API; with Redis or a proxy, answers
     runtime_threads: int  # Rust threads per worker doing the network I/O
     backpressure: int | None  # requests a worker lets into Python at once; None: Granian's (1024 / workers)
 
@@ -60,18 +61,18 @@ def unusable_address(host: str, port: int) -> str | None:
 def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> None:
     """Run until SIGTERM/SIGINT, which stop new connections and let requests in flight finish (DRAIN_S)."""
     server = Granian(
-        "mockserver", address=settings.host, port=settings.port, interface=Interfaces.WSGI,
-        workers=settings.workers, blocking_threads=settings.threads, runtime_threads=settings.runtime_threads,
+        "mockserver", address=settings.host, port=settings.port, interface=Interfaces.RSGI,
+        workers=settings.workers, runtime_threads=settings.runtime_threads,
         backpressure=settings.backpressure, websockets=False, workers_kill_timeout=DRAIN_S,
         log_dictconfig=_logging_config(log_level), log_level=log_level)  # type: ignore[arg-type]
     gc.freeze()  # what was loaded lives as long as the process: out of every collection, shared by the workers
-    server.serve(target_loader=lambda _target: _worker_app(factory))
+    server.serve(target_loader=lambda _target: _worker_app(factory, settings.threads))
 
 
-def _worker_app(factory: Callable[[], Flask]) -> Flask:
+def _worker_app(factory: Callable[[], Flask], threads: int) -> MockRSGI:
     """In each worker, after the fork: its own app, and its access lines flushed when it stops (a worker process
     ends without running `atexit` handlers; multiprocessing's finalizers do run)."""
-    app = factory()
+    app = MockRSGI.of(factory(), threads)
     multiprocessing.util.Finalize(ACCESS, ACCESS.flush, exitpriority=10)
     return app
 

@@ -129,17 +129,28 @@ def test_stalled_clients_do_not_hold_up_a_normal_request(one_worker):
     assert took < 2, f"a normal request took {took:.2f} s with 200 stalled connections open"
 
 
-def test_a_slow_scenario_answer_does_not_hold_up_the_others(one_worker):
-    """A scenario's latency sleeps in one of the worker's threads (2 by default); the other keeps answering."""
+def test_slow_scenario_answers_hold_no_thread_and_do_not_hold_up_the_others(one_worker):
+    """A scenario's latency waits on the worker's event loop: eight slow answers at once (more than its 2 threads)
+    all end after their 1.5 s, and a normal request beside them answers at once."""
     _, port = one_worker
-    slow = threading.Thread(target=call, args=(port, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}"))
-    slow.start()  # acme.slow takes 1.5 s (a fixture scenario)
+    ended: list[float] = []
+    began = time.monotonic()
+
+    def slow() -> None:
+        call(port, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}")  # 1.5 s (a fixture scenario)
+        ended.append(time.monotonic() - began)
+
+    slow_calls = [threading.Thread(target=slow) for _ in range(8)]
+    for thread in slow_calls:
+        thread.start()
     time.sleep(0.3)
     started = time.monotonic()
     status, _ = call(port, "/v1/test-sets?limit=1")
     took = time.monotonic() - started
-    slow.join(timeout=20)
-    assert status == 200 and took < 1, f"a normal request took {took:.2f} s beside a slow one"
+    for thread in slow_calls:
+        thread.join(timeout=20)
+    assert status == 200 and took < 1, f"a normal request took {took:.2f} s beside eight slow ones"
+    assert len(ended) == 8 and max(ended) < 3, f"eight slow answers of 1.5 s ended after {sorted(ended)} s"
 
 
 def test_sigterm_drains_in_flight_requests_and_exits_0(one_worker):

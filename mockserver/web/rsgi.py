@@ -1,0 +1,150 @@
+"""The mock over Granian's RSGI interface, as `mockserver serve` runs it. Each worker answers the described API
+on its event loop: the pipeline's work is short and needs no I/O with the memory store, so it runs right there,
+and a scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow answer held one of a
+few threads, and the threads fought for the GIL: issue 15's p99). What may block runs in the worker's threads
+(`threads`): the control API and its pages (Flask, through WSGI), and the whole answer when it talks to Redis
+or a proxied deployment."""
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ..core.http import MockResponse
+from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access
+from .cors import is_preflight, preflight_headers
+
+T = TypeVar("T")
+
+
+class MockRSGI:
+    """An app made by `create_app`, served over RSGI (its WSGI side answers the control API)."""
+
+    def __init__(self, mock: MockWSGI, threads: int) -> None:
+        self.mock = mock
+        self.threads = threads
+        self._pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def of(cls, app: Any, threads: int) -> MockRSGI:
+        return cls(app.extensions[MOCK_KEY], threads)
+
+    def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="mockserver")
+
+    def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    async def _blocking(self, call: Callable[..., T], *args: Any) -> T:
+        if self._pool is None:  # served without Granian's init hook (never under `mockserver serve`)
+            self.__rsgi_init__(asyncio.get_running_loop())
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
+
+    def _inline(self) -> bool:
+        """Whether an answer needs no I/O: the memory store, and no deployment behind a proxy."""
+        return not self.mock.pipeline.store.shared and not self.mock.proxied
+
+    async def __rsgi__(self, scope: Any, proto: Any) -> None:
+        started = time.perf_counter()
+        headers = _headers(scope.headers)
+        method, path, query = scope.method, scope.path, scope.query_string
+        if is_preflight(method, headers):  # the API's paths and the control API's alike
+            proto.response_empty(204, list(preflight_headers(headers).items()))
+            log_access(method, path, query, 204, started, "cors")
+            return
+        mock = self.mock
+        body = await _body(proto, mock.body_limit(), headers)
+        if mock.is_control(path):
+            status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
+            proto.response_bytes(status, out, chunks)
+            return
+        if self._inline():
+            pipeline, request, result = mock.answer(method, _raw(path), query, headers, body)
+        else:
+            pipeline, request, result = await self._blocking(mock.answer, method, _raw(path), query,
+                                                              headers, body)
+        if result.delay_ms:
+            await asyncio.sleep(result.delay_ms / 1000)
+        if self._inline():
+            out_headers = mock.finish(pipeline, request, result, started)
+        else:
+            out_headers = await self._blocking(mock.finish, pipeline, request, result, started)
+        if result.disconnect:
+            await _broken(proto, result, out_headers)
+        else:
+            proto.response_bytes(result.status, out_headers, result.body)
+
+    __call__ = __rsgi__
+
+
+def _raw(path: str) -> str:
+    """The path percent-encoded again. Granian decodes it lossily: a byte that is not UTF-8 arrives as U+FFFD,
+    sent on as such a byte, so the router refuses the path (400) as it refuses any that is not UTF-8 (a client's
+    own U+FFFD is refused too: its bytes are gone by now)."""
+    return encoded_path(path.encode("utf-8").replace(_REPLACEMENT, b"\xff")) if "\ufffd" in path else encoded_path(path)
+
+
+_REPLACEMENT = "\ufffd".encode()
+
+
+def _headers(raw: Any) -> dict[str, str]:
+    """The request's headers by lower-case name; a repeated header's values joined with ", " (as WSGI does)."""
+    headers: dict[str, str] = {}
+    for name, value in raw.items():
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
+
+
+async def _body(proto: Any, limit: int, headers: dict[str, str]) -> bytes:
+    """Up to `limit` bytes of the body: the rest of a body too large is never held."""
+    if not headers.get("content-length") and not headers.get("transfer-encoding"):
+        return b""
+    received = bytearray()
+    async for chunk in proto:
+        received += chunk
+        if len(received) >= limit:
+            return bytes(received[:limit])
+    return bytes(received)
+
+
+async def _broken(proto: Any, result: MockResponse, headers: list[tuple[str, str]]) -> None:
+    """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
+    of it; a body that ends short of its Content-Length makes Granian drop the connection (it may have written
+    the status line and headers already)."""
+    transport = proto.response_stream(result.status, headers)
+    if result.disconnect == "truncate":
+        await transport.send_bytes(result.body[: len(result.body) // 2])
+        await asyncio.sleep(TRUNCATE_FLUSH_S)  # Granian drops what it has not written yet when a body ends short
+
+
+def _wsgi_call(mock: MockWSGI, scope: Any, headers: dict[str, str], body: bytes) -> tuple[int, list, bytes]:
+    """The control API's answer from Flask, in a worker thread: the environ PEP 3333 asks for, from the scope."""
+    host, _, port = scope.server.rpartition(":")
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope.method, "SCRIPT_NAME": "", "PATH_INFO": scope.path,
+        "QUERY_STRING": scope.query_string, "SERVER_NAME": host, "SERVER_PORT": port,
+        "SERVER_PROTOCOL": f"HTTP/{scope.http_version}", "REMOTE_ADDR": scope.client.rpartition(":")[0],
+        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.scheme, "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
+    }
+    for name, value in headers.items():
+        key = name.upper().replace("-", "_")
+        environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = value
+    started: list[Any] = []
+
+    def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        started[:] = [int(status.split(" ", 1)[0]), response_headers]
+
+    answered = mock(environ, start_response)
+    try:
+        chunks = b"".join(answered)
+    finally:
+        getattr(answered, "close", lambda: None)()
+    status, out = started
+    return status, out, chunks

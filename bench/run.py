@@ -57,12 +57,15 @@ PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
 # what every `mockserver serve` with more than one worker is given besides --workers: the rows that compare the
 # server with the rows of earlier runs keep the memory store (each worker its own); the Redis rows are their own
 MULTI_WORKER_ARGS: list[str] = ["--state", "memory"]
-THREAD_SWEEP = [t for t in (1, 2, 4, 8) if t != THREADS]  # other --threads, measured beside the default's rows
+# other --threads, measured beside the default's on the Redis rows (with the memory store the API's answers run on
+# each worker's event loop: the threads only serve the control API)
+THREAD_SWEEP = [t for t in (1, 2, 4) if t != THREADS]
 MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers x THREADS threads (the default)
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
-# the baselines on Granian take the mock's worker settings
+# the baselines on Granian take the mock's worker settings (WSGI: its threads; RSGI: the mock's own interface)
 GRANIAN_FLAGS = ["--interface", "wsgi", "--workers", "2", "--blocking-threads", str(THREADS), "--no-ws",
                  "--log-level", "warning"]
+GRANIAN_RSGI_FLAGS = ["--interface", "rsgi", "--workers", "2", "--no-ws", "--log-level", "warning"]
 # bare Flask and raw WSGI on stock gunicorn gthread, 2 x 4 (its usual threads): what a Python developer would hand-write
 GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "gthread", "--preload", "--keep-alive", "5"]
 # the last commit serving on gunicorn: its default (1 worker x 8 threads) is "today's default" of issue 15
@@ -459,6 +462,12 @@ class Bench:
                 Row("mock --workers 2, Redis store, a scenario's 503", "mock-redis",
                     "/v1/test-sets/acme.bench/versions/1.0.0/cases", AUTH, 503)],
                 setup=lambda server_port: set_scenario(server_port, scenario))
+            for threads in THREAD_SWEEP:  # the evidence for the default of --threads (THREADS)
+                self.load(f"mock --workers 2 --state redis --threads {threads}",
+                          default_command("--workers", "2", *state, "--log-level", "warning", "--threads",
+                                          str(threads)),
+                          [Row(f"mock --workers 2 --threads {threads}, Redis store, first page",
+                               f"mock-redis-t{threads}", FIRST_PAGE, AUTH, 200)])
         finally:
             redis.terminate()
             redis.wait(timeout=10)
@@ -613,8 +622,8 @@ def mock_command(*extra: str) -> Command:
 
 
 def granian_command(app: str) -> Command:
-    return lambda port: [str(BIN / "granian"), *GRANIAN_FLAGS, "--host", HOST, "--port", str(port),
-                         f"bench.baselines:{app}"]
+    flags = GRANIAN_RSGI_FLAGS if app == "rsgi_app" else GRANIAN_FLAGS
+    return lambda port: [str(BIN / "granian"), *flags, "--host", HOST, "--port", str(port), f"bench.baselines:{app}"]
 
 
 def gunicorn_command(app: str) -> Command:
@@ -831,6 +840,7 @@ def main() -> int:
             bench.load_gunicorn_mock()
             bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
             bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
+            bench.load_baseline("rsgi_app", "raw RSGI on Granian (same payload)", True)
             bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
             bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
             if bench.prism_skipped:
@@ -841,11 +851,6 @@ def main() -> int:
             # and the mock's first page gets a second run too, so each side of the ratio is the better of two
             bench.load("mock first page, second run", mock_command("--log-level", "warning"),
                        [Row("mock first page, second run", "mock", FIRST_PAGE, AUTH, 200)])
-            for threads in THREAD_SWEEP:  # the evidence for the default of --threads (THREADS)
-                bench.load(f"mock --threads {threads}", mock_command("--log-level", "warning", "--threads",
-                                                                     str(threads)),
-                           [Row(f"mock --workers 2 --threads {threads}, first page", f"mock-t{threads}",
-                                FIRST_PAGE, AUTH, 200)])
             bench.slow_clients()
             bench.startups_all()
         finally:
@@ -860,6 +865,7 @@ def main() -> int:
 
     result = {"machine": info, "settings": {"wrk": f"-t2 -c16 -d{LOAD_S}s --latency", "warm_s": WARM_S,
                                             "mock": MOCK_FLAGS, "granian": GRANIAN_FLAGS,
+                                            "granian_rsgi": GRANIAN_RSGI_FLAGS,
                                             "gunicorn": GUNICORN_FLAGS, "gunicorn_mock_commit": GUNICORN_COMMIT,
                                             "stalled": STALLED,
                                             "startup_timeout_s": STARTUP_TIMEOUT_S},

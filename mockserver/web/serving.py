@@ -1,6 +1,6 @@
-"""Production serving on Granian's WSGI interface. Granian is a Rust HTTP server: connections, parsing and writes
-happen in Rust, and Python threads only run the app once a whole request has arrived, so a client that stalls
-half-way through its request holds no Python thread (under gunicorn nine of them blocked every thread), and a
+"""Production serving on Granian's RSGI interface (web/rsgi.py). Granian is a Rust HTTP server: connections,
+parsing and writes happen in Rust, and Python only sees a request once it has arrived whole, so a client that
+stalls half-way through its request holds nothing (under gunicorn nine of them blocked every thread), and a
 request costs Python less (twice gunicorn's throughput here, issue 15).
 
 The description and fixtures are loaded once, before the workers start (the caller's `factory` closes over

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DEMO, ROOT, RedisServer, free_port, serving
+from conftest import DEMO, ROOT, SAMPLE_PROJECT, RedisServer, free_port, serving
 
 pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
 
@@ -186,3 +186,15 @@ def test_health_asks_redis_itself_even_in_a_worker_that_has_served_nothing(own_r
         assert status == 503 and health["state"]["available"] is False and "Redis" in health["state"]["reason"]
         own_redis.start()
         assert until(lambda: call(port, "/__mock/health")[0] == 200)
+
+
+def test_slow_answers_sharing_redis_hold_no_thread(fresh):
+    """With Redis the answers are made in the worker's 2 threads, but a scenario's latency waits on its event loop:
+    eight 1.5 s answers at once on the one-worker replica all end on time."""
+    _, b = fresh
+    began = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        ended = list(pool.map(lambda _: (call(b, f"/v1/agents/acme.slow/test-set/cases?projectId={SAMPLE_PROJECT}")[0],
+                                         time.monotonic() - began), range(8)))
+    assert [status for status, _ in ended] == [404] * 8  # acme.slow: 1.5 s, then agent-not-found
+    assert max(took for _, took in ended) < 3, f"eight slow answers of 1.5 s ended after {sorted(ended)}"

@@ -63,14 +63,15 @@ class MockRSGI:
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
             proto.response_bytes(status, out, chunks)
             return
-        if self._inline():
+        inline = self._inline()
+        if inline:
             pipeline, request, result = mock.answer(method, _raw(path), query, headers, body)
         else:
             pipeline, request, result = await self._blocking(mock.answer, method, _raw(path), query,
                                                               headers, body)
         if result.delay_ms:
             await asyncio.sleep(result.delay_ms / 1000)
-        if self._inline():
+        if inline:
             out_headers = mock.finish(pipeline, request, result, started)
         else:
             out_headers = await self._blocking(mock.finish, pipeline, request, result, started)
@@ -86,10 +87,7 @@ def _raw(path: str) -> str:
     """The path percent-encoded again. Granian decodes it lossily: a byte that is not UTF-8 arrives as U+FFFD,
     sent on as such a byte, so the router refuses the path (400) as it refuses any that is not UTF-8 (a client's
     own U+FFFD is refused too: its bytes are gone by now)."""
-    return encoded_path(path.encode("utf-8").replace(_REPLACEMENT, b"\xff")) if "\ufffd" in path else encoded_path(path)
-
-
-_REPLACEMENT = "\ufffd".encode()
+    return encoded_path(path.encode("utf-8").replace("\ufffd".encode(), b"\xff"))
 
 
 def _headers(raw: Any) -> dict[str, str]:

@@ -2,12 +2,14 @@
 objects on one Redis stand for two processes (each has its own listener and writer)."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redis
 
 from conftest import free_port
 from mockserver.core.journal import Call, Entry
@@ -16,7 +18,7 @@ from mockserver.core.state.memory import MemoryStore
 
 
 def entry(path: str, status: int = 200, session: str | None = None) -> tuple[Entry, Call, str | None]:
-    made = Entry(0, time.time(), "GET", path, "a=1", {"accept": "*/*"}, b"\x00\xffbody", status, {}, b"{}",
+    made = Entry(0, time.time(), "GET", path, "a=1", {"accept": "*/*"}, b"\x00\xff\nbody", status, {}, b'{"a":\n1}',
                  "fixture", "op", None, 1.5, session)
     return made, Call("op", "GET", path, "a=1", status, ()), session
 
@@ -83,7 +85,8 @@ def test_the_journal_keeps_every_process_calls_in_order_and_per_session(stores):
     assert [e.id for e in everything] == sorted(e.id for e in everything)
     assert {e.path for e in everything} >= {"/a2", "/b2"}
     assert [e.path for e in first.entries("bob")] == ["/b0", "/b1", "/b2"]
-    assert first.entries("bob")[0].request_body == b"\x00\xffbody" and first.entries("bob")[0].session == "bob"
+    kept = first.entries("bob")[0]
+    assert kept.request_body == b"\x00\xff\nbody" and kept.response_body == b'{"a":\n1}' and kept.session == "bob"
     calls, uncounted = first.calls(None)
     assert sum(calls.values()) == 6 and uncounted == 0  # coverage counts every call, not only those kept
     assert sum(first.calls("bob")[0].values()) == 3
@@ -118,6 +121,20 @@ def test_idle_sessions_are_forgotten(stores):
         time.sleep(0.1)
     assert "idle" not in store.sessions() and store.entries("idle") == []
     assert all(r.session != "idle" for r in store.book().runtime)
+
+
+def test_a_journal_entry_an_earlier_mock_wrote_to_the_shared_redis_is_still_read(redis_url):
+    """A replica of an earlier version wrote its entries as one JSON text (bodies as latin-1 text)."""
+    store = open_store(redis_url, journal_size=5)
+    earlier = {"time": 1.0, "method": "GET", "path": "/old", "query": "", "request_headers": {}, "request_body": "\xff",
+               "status": 200, "response_headers": {}, "response_body": '{"a":1}', "source": "fixture",
+               "operation_id": "op", "scenario_id": None, "duration_ms": 1.0, "session": None}
+    prefix = redis_url.rsplit("prefix=", 1)[1]
+    with redis.Redis.from_url(redis_url.split("?")[0]) as client:
+        client.xadd(f"{prefix}:journal", {"e": json.dumps(earlier)}, id="7-0")
+    [kept] = store.entries(None)
+    assert (kept.id, kept.path, kept.request_body, kept.response_body) == (7, "/old", b"\xff", b'{"a":1}')
+    store.close()
 
 
 def test_the_cursor_secret_is_shared_through_redis(redis_url):

@@ -5,7 +5,8 @@ file itself; the command line installs it (`cli.main`).
 
 Where: `$MOCKSERVER_CACHE_DIR`, else `$XDG_CACHE_HOME/mockserver/parsed`, else `~/.cache/mockserver/parsed`;
 `MOCKSERVER_CACHE_DIR=off` turns it off. An entry is a `marshal` blob (data only: reading it runs no code);
-a folder that cannot be written only means no cache, and at most `KEEP` entries are kept (the oldest go)."""
+a folder that cannot be written only means no cache, and at most `KEEP` entries are kept (the oldest go): enough
+for a description of thousands of files (DigitalOcean's: about 1,500 YAML files read) and a few others besides."""
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 ENV = "MOCKSERVER_CACHE_DIR"
-KEEP = 64  # entries: a few descriptions and fixture sets, and their recent edits
+KEEP = 4096  # entries (files): a few descriptions, big ones of many files too, fixture sets and their recent edits
 log = logging.getLogger("mockserver")
 
 
@@ -23,6 +24,7 @@ class DiskCache:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._entries: int | None = None  # in the folder, as this process last counted them and has added since
 
     def get(self, key: str) -> bytes | None:
         try:
@@ -36,17 +38,30 @@ class DiskCache:
             fd, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
             with os.fdopen(fd, "wb") as out:
                 out.write(blob)
+            new = not (self.folder / key).exists()
             os.replace(temporary, self.folder / key)
-            self._prune()
+            self._count(new)
         except OSError as exc:  # a read-only home, a full disk: the file is simply parsed next time
             log.debug("parse cache: cannot write %s: %s", self.folder, exc)
 
-    def _prune(self) -> None:
+    def _count(self, new: bool) -> None:
+        """The folder is listed once, then only when the entries this process counted pass `KEEP` (listing it
+        after every write cost more than parsing a small file: a description of 1,500 files wrote 1,500 times)."""
+        if self._entries is None:
+            self._entries = self._prune()
+        elif new:
+            self._entries += 1
+            if self._entries > KEEP:
+                self._entries = self._prune()
+
+    def _prune(self) -> int:
+        """The oldest entries removed, down to `KEEP`; how many are left."""
         entries = [p for p in self.folder.iterdir() if not p.name.startswith(".")]
         if len(entries) > KEEP:
             entries.sort(key=lambda p: p.stat().st_mtime)
             for old in entries[:-KEEP]:
                 old.unlink(missing_ok=True)
+        return min(len(entries), KEEP)
 
 
 def default_cache() -> DiskCache | None:

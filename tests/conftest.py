@@ -22,6 +22,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mockserver import create_app
+from mockserver.cache import DiskCache
 from mockserver.core.documents import use_parse_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,22 +44,31 @@ class ParsedInThisProcess:
     """The engine's ParseCache kept in memory: a test process parses each file once, however many mocks its tests
     build of it (most build their own of Kindgi's 780 kB of YAML, 0.2-0.4 s each to parse). Keyed, as the command
     line's cache is, by the hash of the text: an edited file is parsed again, a file with a problem is never kept.
-    The newest `KEEP_BYTES` of entries are kept. (An in-process `mockserver.cli.main` installs the command line's own
-    cache on disk, in the session's temp folder: just as good.)"""
+    The newest `KEEP_BYTES` of entries are kept. Behind it, once the session starts, the command line's cache on
+    disk that the commands tests start use (`_parse_cache`): what a test process parsed, they read back, and the
+    other way round. (An in-process `mockserver.cli.main` installs that disk cache itself: just as good.)"""
 
     KEEP_BYTES = 256 * 2**20
 
     def __init__(self) -> None:
         self._blobs: OrderedDict[str, bytes] = OrderedDict()
         self._bytes = 0
+        self.disk: DiskCache | None = None
 
     def get(self, key: str) -> bytes | None:
         blob = self._blobs.get(key)
         if blob is not None:
             self._blobs.move_to_end(key)
+        elif self.disk is not None and (blob := self.disk.get(key)) is not None:
+            self._keep(key, blob)
         return blob
 
     def put(self, key: str, blob: bytes) -> None:
+        if self.disk is not None:
+            self.disk.put(key, blob)
+        self._keep(key, blob)
+
+    def _keep(self, key: str, blob: bytes) -> None:
         if key in self._blobs:
             return
         self._blobs[key] = blob
@@ -74,8 +84,13 @@ use_parse_cache(PARSED)  # at import: the apps some test modules build when they
 @pytest.fixture(scope="session", autouse=True)
 def _parse_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The commands tests start keep their parse cache (mockserver/cache.py) in the session's temp folder, never in
-    the user's home."""
-    os.environ["MOCKSERVER_CACHE_DIR"] = str(tmp_path_factory.mktemp("parse-cache"))
+    the user's home: one folder for all of the session's xdist workers (the cache is written atomically for
+    processes that share it), so a description one worker parsed, the others' commands read back."""
+    base = tmp_path_factory.getbasetemp()
+    folder = base.parent / "parse-cache" if os.environ.get("PYTEST_XDIST_WORKER") else base / "parse-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["MOCKSERVER_CACHE_DIR"] = str(folder)
+    PARSED.disk = DiskCache(folder)
 
 
 @pytest.fixture(scope="session")

@@ -127,9 +127,11 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     checks, left_out = _checks(options.checks, pipeline if contract.credentials else None, options.exclude_checks,
                                remembers=pipeline is None or bool(pipeline.answers.live))
     notes += left_out
-    _configure(schema, options, checks, seed, sanitize=options.url is not None)
+    cap = _configure(schema, options, checks, seed, sanitize=options.url is not None)
     if options.read_only:
         schema = read_only(schema)
+    if cap is not None:
+        cap.bound(schema)
     with _serving(server, options, schema) as (base_url, shown):
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
@@ -216,8 +218,9 @@ def _checks(wanted: list[str], pipeline: Pipeline | None, excluded: list[str] | 
 
 
 def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[str]], seed: int, *,
-               sanitize: bool) -> None:
-    """The options' phases and checks; the same seed and no example database make the same requests again."""
+               sanitize: bool) -> CoverageCap | None:
+    """The options' phases and checks; the same seed and no example database make the same requests again.
+    Returns the coverage cap's hook, if any."""
     schema.config.update(continue_on_failure=True, request_timeout=options.request_timeout)
     schema.config.seed = seed
     schema.config.generation.update(max_examples=options.max_examples, database="none")
@@ -227,12 +230,14 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
         schema.config.phases.coverage.generation.update(modes=[GenerationMode.POSITIVE])
     schema.config.phases.update(phases=options.phases)
     schema.config.checks.update(included_check_names=checks["included"], excluded_check_names=checks["excluded"])
-    if options.coverage_cap is not None:
-        schema.hook("filter_case")(CoverageCap(options.coverage_cap))
+    cap = CoverageCap(options.coverage_cap) if options.coverage_cap is not None else None
+    if cap is not None:
+        schema.hook("filter_case")(cap)
     if options.filter_failure is not None:
         schema.hook("filter_failure")(options.filter_failure)
     # a real deployment's credentials stay out of the output; the mock's fixture tokens make runnable curls
     schema.config.output.sanitization.update(enabled=sanitize)
+    return cap
 
 
 def let_in(pipeline: Pipeline, options: Options) -> None:
@@ -260,6 +265,22 @@ class CoverageCap:
             return True
         self.seen[case.operation.label] += 1
         return self.seen[case.operation.label] <= self.cap
+
+    def bound(self, schema: OpenApiSchema) -> None:
+        """Ends `schema`'s coverage generation of an operation once its cap is reached: every later case would be
+        filtered out here, and generating them (building, serializing, hashing each one to drop duplicates) was
+        most of a big description's capped run. The cases sent are the same, bar one thing: a capped operation no
+        longer marks its path's undeclared-method probes as sent when this hook dropped them unsent, so another
+        operation of the path may still send them."""
+        generate = schema.iter_coverage_cases
+
+        def capped(operation: Any, **kwargs: Any) -> Iterator[Case]:
+            for case in generate(operation, **kwargs):
+                yield case  # the generator's filter hooks, this one among them, see it before the next is asked
+                if self.seen[operation.label] >= self.cap:
+                    return
+
+        schema.iter_coverage_cases = capped  # type: ignore[method-assign]
 
 
 @contextmanager

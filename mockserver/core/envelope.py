@@ -4,7 +4,7 @@ the description (the first example of that response), so `404` is `agent-not-fou
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -80,13 +80,25 @@ _STATUS_KEYS = ("status", "statuscode", "status_code", "httpstatus", "http_statu
 
 @dataclass(frozen=True)
 class OwnBody:
-    """An API's own error body, and where its message goes (None: it is served as it is); `by_status` holds the
-    body with its status fields (`status: 401`, `code: unauthorized`) set for each status the schema takes."""
+    """An API's own error body, and where its message goes (None: it is served as it is); `for_status` gives the
+    body with its status fields (`status: 401`, `code: unauthorized`) set for a status of `statuses` as the schema
+    (`fits`) takes them."""
 
     media_type: str
     body: Any
     message_path: list[Any] | None
-    by_status: dict[int, Any]
+    statuses: frozenset[int]
+    fits: Callable[[Any], bool]
+    _fitted: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def for_status(self, status: int) -> Any:
+        """Worked out when the status is first answered, not at start-up: each status of each `default` or `4XX`
+        response, fitted up front, was most of a big description's start (Discord's: 484 responses)."""
+        if status not in self.statuses:
+            return self.body
+        if status not in self._fitted:
+            self._fitted[status] = _for_status(self.body, status, self.fits)  # the same body whoever works it out
+        return self._fitted[status]
 
 
 def _message_paths(body: Any, depth: int = 0) -> Iterator[list[Any]]:
@@ -200,9 +212,8 @@ class ErrorRenderer:
         fields are set for each status it answers, unless it is the description's own example of that very
         status (whose code is the API's word: `agent-not-found`)."""
         path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
-        by_status = {} if example and key.isdigit() else {
-            status: _for_status(body, status, fits) for status in statuses_under(key)}
-        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, by_status)
+        statuses = frozenset() if example and key.isdigit() else frozenset(statuses_under(key))
+        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, statuses, fits)
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
         """The API's own error body for this status, if it takes the place of the envelope; never for the mock's
@@ -220,7 +231,7 @@ class ErrorRenderer:
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
         own = self._own(error.status, self._shape(error.status, op), error.code)
         if own is not None:
-            fitted = own.by_status.get(error.status, own.body)
+            fitted = own.for_status(error.status)
             if own.message_path is None:
                 return fitted
             message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"

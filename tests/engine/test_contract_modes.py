@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
+from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from mockserver import create_app
 from mockserver.cli import main
@@ -226,6 +228,28 @@ def test_phases_checks_and_the_coverage_cap_bound_the_run(locks: Path, tmp_path:
     for op in data["operations"]:
         assert 0 < sum(op["statuses"].values()) + sum(op["probes"].values()) <= 2, op
     assert not re.search(r"^\s+ok\s+status_code_conformance", captured.out, re.M)
+
+
+def test_the_coverage_cap_stops_generating_what_it_would_drop(locks: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]):
+    """Cases past the cap are never built (for a big description's operation, building the thousand it drops was
+    most of the run)."""
+    generated: Counter[str] = Counter()
+    every = OpenApiSchema.iter_coverage_cases
+
+    def counted(self: OpenApiSchema, operation: Any, **kwargs: Any) -> Iterator[Any]:
+        for case in every(self, operation, **kwargs):
+            generated[operation.label] += 1
+            yield case
+
+    monkeypatch.setattr(OpenApiSchema, "iter_coverage_cases", counted)
+    for cap in ("2", None):
+        assert contract(locks, *CREDENTIALS, "--phases", "coverage", "--no-force",
+                        *(("--coverage-cap", cap) if cap else ())) == 0, capsys.readouterr().out
+        if cap:
+            assert generated and set(generated.values()) == {2}, generated
+            generated.clear()
+    assert all(count > 2 for count in generated.values()), generated  # without the cap: more of each
 
 
 @pytest.mark.parametrize(("options", "says"), [

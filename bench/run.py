@@ -57,10 +57,7 @@ PROJECT = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0"
 # what every `mockserver serve` with more than one worker is given besides --workers: the rows that compare the
 # server with the rows of earlier runs keep the memory store (each worker its own); the Redis rows are their own
 MULTI_WORKER_ARGS: list[str] = ["--state", "memory"]
-# other --threads, measured beside the default's on the Redis rows (with the memory store the API's answers run on
-# each worker's event loop: the threads only serve the control API)
-THREAD_SWEEP = [t for t in (1, 2, 4) if t != THREADS]
-MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers x THREADS threads (the default)
+MOCK_FLAGS = ["--workers", "2", *MULTI_WORKER_ARGS]  # the mock's rows: 2 workers (the default threads)
 Command = Callable[[int], list[str]]  # the command line of a server, given its port
 # the baselines on Granian take the mock's worker settings (WSGI: its threads; RSGI: the mock's own interface)
 GRANIAN_FLAGS = ["--interface", "wsgi", "--workers", "2", "--blocking-threads", str(THREADS), "--no-ws",
@@ -462,12 +459,6 @@ class Bench:
                 Row("mock --workers 2, Redis store, a scenario's 503", "mock-redis",
                     "/v1/test-sets/acme.bench/versions/1.0.0/cases", AUTH, 503)],
                 setup=lambda server_port: set_scenario(server_port, scenario))
-            for threads in THREAD_SWEEP:  # the evidence for the default of --threads (THREADS)
-                self.load(f"mock --workers 2 --state redis --threads {threads}",
-                          default_command("--workers", "2", *state, "--log-level", "warning", "--threads",
-                                          str(threads)),
-                          [Row(f"mock --workers 2 --threads {threads}, Redis store, first page",
-                               f"mock-redis-t{threads}", FIRST_PAGE, AUTH, 200)])
         finally:
             redis.terminate()
             redis.wait(timeout=10)

@@ -20,10 +20,9 @@ from .core.stateful import ITEMS_LIMIT
 if TYPE_CHECKING:
     from flask import Flask
 
-# Python threads per worker for what may block (web/rsgi.py): the control API, and the answers themselves when
-# they wait on Redis or a proxied deployment; with the memory store the API is answered on the event loop and a
-# scenario's latency holds no thread. 2: one blocked call leaves another answering, and few threads fight less
-# for the GIL on 2 cores (docs/SERVING.md, make bench's Redis rows)
+# Python threads per worker for what may block for long (web/rsgi.py): the control API (a change waits for every
+# process to take it) and the answers behind `mockserver proxy`; the API's own answers are made on the event loop
+# and a scenario's latency holds no thread. 2: one call waiting leaves another answering
 THREADS = 2
 CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
 CONVENTIONAL_FIXTURES = "fixtures"
@@ -244,9 +243,9 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
-                        help="Python threads per worker for what may block: the control API, and answers that wait "
-                             "on Redis (--state redis://…) or a proxied deployment (default %(default)s); a "
-                             "scenario's latency holds none")
+                        help="Python threads per worker for what may block: the control API, and the answers of "
+                             "proxy and record (they wait on the deployment) (default %(default)s); the API's "
+                             "answers are made on the event loop, and a scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
     parser.add_argument("--backpressure", type=int, metavar="N",

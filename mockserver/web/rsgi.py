@@ -1,9 +1,11 @@
 """The mock over Granian's RSGI interface, as `mockserver serve` runs it. Each worker answers the described API
-on its event loop: the pipeline's work is short and needs no I/O with the memory store, so it runs right there,
-and a scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow answer held one of a
-few threads, and the threads fought for the GIL: issue 15's p99). What may block runs in the worker's threads
-(`threads`): the control API and its pages (Flask, through WSGI), and the whole answer when it talks to Redis
-or a proxied deployment."""
+on its event loop: the pipeline's work is short, and its state store does the slow part off the request path
+(the memory store has none; Redis is written in batches by a thread of its own and read from a copy its
+listener keeps, so only a scenario's count or a write waits for a round trip), so it runs right there, and a
+scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow answer held one of a few
+threads, and the threads fought for the GIL: issue 15's p99). What may block for long runs in the worker's
+threads (`threads`): the control API and its pages (Flask, through WSGI; a change waits for every process to
+take it), and every answer behind `mockserver proxy` (it waits on the deployment)."""
 from __future__ import annotations
 
 import asyncio
@@ -45,9 +47,6 @@ class MockRSGI:
             self.__rsgi_init__(asyncio.get_running_loop())
         return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
 
-    def _inline(self) -> bool:
-        """Whether an answer needs no I/O: the memory store, and no deployment behind a proxy."""
-        return not self.mock.pipeline.store.shared and not self.mock.proxied
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
@@ -63,7 +62,7 @@ class MockRSGI:
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
             proto.response_bytes(status, out, chunks)
             return
-        inline = self._inline()
+        inline = not mock.proxied  # a proxied answer waits on the deployment
         if inline:
             pipeline, request, result = mock.answer(method, _raw(path), query, headers, body)
         else:

@@ -37,7 +37,7 @@ class Settings:
     host: str
     port: int
     workers: int
-    threads: int  # Python threads per worker for what may block: the control API; with Redis or a proxy, answers
+    threads: int  # Python threads per worker for what may block: the control API, a proxy's answers
     runtime_threads: int  # Rust threads per worker doing the network I/O
     backpressure: int | None  # requests a worker lets into Python at once; None: Granian's (1024 / workers)
 

@@ -189,8 +189,8 @@ def test_health_asks_redis_itself_even_in_a_worker_that_has_served_nothing(own_r
 
 
 def test_slow_answers_sharing_redis_hold_no_thread(fresh):
-    """With Redis the answers are made in the worker's 2 threads, but a scenario's latency waits on its event loop:
-    eight 1.5 s answers at once on the one-worker replica all end on time."""
+    """A scenario's latency waits on the worker's event loop with Redis too: eight 1.5 s answers at once on the
+    one-worker replica (2 threads) all end on time."""
     _, b = fresh
     began = time.monotonic()
     with ThreadPoolExecutor(8) as pool:

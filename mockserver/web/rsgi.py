@@ -28,25 +28,18 @@ class MockRSGI:
 
     def __init__(self, mock: MockWSGI, threads: int) -> None:
         self.mock = mock
-        self.threads = threads
-        self._pool: ThreadPoolExecutor | None = None
+        # made in the worker, after the fork (serving._worker_app); its threads start on first use
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
 
     @classmethod
     def of(cls, app: Any, threads: int) -> MockRSGI:
         return cls(app.extensions[MOCK_KEY], threads)
 
-    def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="mockserver")
-
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+        self._pool.shutdown(wait=False)
 
     async def _blocking(self, call: Callable[..., T], *args: Any) -> T:
-        if self._pool is None:  # served without Granian's init hook (never under `mockserver serve`)
-            self.__rsgi_init__(asyncio.get_running_loop())
         return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
-
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
@@ -62,24 +55,22 @@ class MockRSGI:
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
             proto.response_bytes(status, out, chunks)
             return
-        inline = not mock.proxied  # a proxied answer waits on the deployment
-        if inline:
-            pipeline, request, result = mock.answer(method, _raw(path), query, headers, body)
-        else:
-            pipeline, request, result = await self._blocking(mock.answer, method, _raw(path), query,
-                                                              headers, body)
+        run = self._blocking if mock.proxied else _now  # a proxied answer waits on the deployment
+        pipeline, request, result = await run(mock.answer, method, _raw(path), query, headers, body)
         if result.delay_ms:
             await asyncio.sleep(result.delay_ms / 1000)
-        if inline:
-            out_headers = mock.finish(pipeline, request, result, started)
-        else:
-            out_headers = await self._blocking(mock.finish, pipeline, request, result, started)
+        out_headers = await run(mock.finish, pipeline, request, result, started)
         if result.disconnect:
             await _broken(proto, result, out_headers)
         else:
             proto.response_bytes(result.status, out_headers, result.body)
 
     __call__ = __rsgi__
+
+
+async def _now(call: Callable[..., T], *args: Any) -> T:
+    """`call` right here on the loop: the counterpart of `MockRSGI._blocking` for what does not wait long."""
+    return call(*args)
 
 
 def _raw(path: str) -> str:

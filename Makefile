@@ -64,7 +64,7 @@ contract: install-test
 soak: install-test
 	$(BIN)/python bench/soak.py
 
-# side-by-side benchmark (issue 6): loopback only, about 5 minutes; writes bench/results/
+# side-by-side benchmark (issue 6): loopback only, about 8 minutes (three wrk rounds a row); writes bench/results/
 bench: install-test
 	$(BIN)/python -c "import gunicorn" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/run.py

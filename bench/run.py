@@ -2,7 +2,8 @@
 gunicorn), the mock as it served on gunicorn before issue 15, and Prism 5.16 (issues 6 and 15).
 
 Loopback only, every load bounded in time: each server is started on a free port, waited for, warmed, measured
-with `wrk -t2 -c16 -d5s --latency` per row, then stopped; the slow-client row times normal requests while
+with `wrk -t2 -c16 -d5s --latency` ROUNDS times per row (the row's figures are the rounds' medians, every round
+is kept), then stopped; the slow-client row times normal requests while
 STALLED connections sit on half a request. Start-up time and peak memory follow for the Kindgi description and
 the largest corpus descriptions (../shared/corpus, when present). Prints both tables and issue 15's targets, and
 writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
@@ -46,6 +47,10 @@ PRISM_BIN = PRISM_DIR / "node_modules" / ".bin" / "prism"
 HOST = "127.0.0.1"
 WARM_S = 1
 LOAD_S = 5
+# wrk rounds per row: one 5 s round's p99 is set by whatever else the VM did in those 5 s (the raw RSGI and bare
+# Flask ceilings went over 10 ms in single rounds of earlier runs too), so a row is the median of three rounds
+# and the worst round is printed beside it
+ROUNDS = 3
 STARTUP_TIMEOUT_S = 40.0
 KINDGI_STARTS = 3
 SETTLE_S = 1.0
@@ -90,6 +95,8 @@ class Row:
     rps: float | None = None
     p50_ms: float | None = None
     p99_ms: float | None = None
+    p99_worst_ms: float | None = None  # the worst round's p99
+    rounds: list[dict[str, float]] = field(default_factory=list)  # each round's req/s, p50 and p99
     requests: int | None = None
     non_2xx: int = 0
     socket_errors: int = 0
@@ -120,7 +127,16 @@ class ServerError(RuntimeError):
 
 
 class Server:
-    """A server process in its own session, its output in a log file; `stop` ends the whole process group."""
+    """A server process in a process group of its own (not a session of its own), its output in a log file; `stop`
+    ends the whole process group.
+
+    Not a session: with the kernel's autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`, on by
+    default on most Linux desktops and on this VM) every session is scheduled as one group, so a server in a
+    session of its own and wrk in the bench's take turns as two groups on the 2 cores, and the server's threads
+    wait out the other group's slices. Side by side on this machine (`serve --workers 2`, first page, 5 s
+    rounds, alternating): in the bench's session p99 3.1-5.3 ms in 15 rounds of 15; under `setsid` 3.8-43 ms, 9 of
+    15 rounds over 10 ms, at about the same req/s. Until commit 73e49b3 the bench gave each server a session of its
+    own: that is where its p99 stalls came from."""
 
     def __init__(self, name: str, command: list[str], port: int, workdir: Path,
                  env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
@@ -130,7 +146,7 @@ class Server:
         self._log = self.log_path.open("wb")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+                                     stdout=self._log, stderr=subprocess.STDOUT, process_group=0)
 
     def wait_answer(self, path: str, headers: dict[str, str], want_200: bool, timeout: float) -> float:
         """Seconds from process start to the first response (a 200 when `want_200`), polling every 10 ms."""
@@ -316,8 +332,9 @@ def wrk(port: int, row: Row, seconds: int) -> str:
 
 
 def measure(server: Server, row: Row) -> Row:
-    """Probe the row once (status, size), warm it, then load it and parse wrk's figures; the CPU other processes
-    (neither the server nor wrk) used meanwhile tells whether the figures were disturbed."""
+    """Probe the row once (status, size), warm it, then load it ROUNDS times and parse wrk's figures: the row's
+    req/s, p50 and p99 are the medians of the rounds. The CPU other processes (neither the server nor wrk) used
+    meanwhile tells whether the figures were disturbed."""
     try:
         row.status, body = request(server.port, row.path, row.headers)
     except OSError as exc:
@@ -329,26 +346,33 @@ def measure(server: Server, row: Row) -> Row:
     wrk(server.port, row, WARM_S)
     pids = tree(server.proc.pid)
     started, busy, own, children = time.monotonic(), busy_ticks(), process_ticks(pids), children_ticks()
-    out = wrk(server.port, row, LOAD_S)
+    outs = [wrk(server.port, row, LOAD_S) for _ in range(ROUNDS)]
     others = busy_ticks() - busy - (process_ticks(pids) - own) - (children_ticks() - children)
     row.other_cpu = round(max(0.0, others / TICK / (time.monotonic() - started)), 2)
-    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
-    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
-    done = re.search(r"(\d+) requests in", out)
-    if not (rps and p50 and p99 and done):
-        row.note = (row.note + "; " if row.note else "") + "wrk output not understood: " + out[-200:]
-        return row
-    row.rps, row.p50_ms, row.p99_ms = float(rps.group(1)), seconds_to_ms(p50.group(1)), seconds_to_ms(p99.group(1))
-    row.requests = int(done.group(1))
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    row.non_2xx = int(non_2xx.group(1)) if non_2xx else 0
-    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    row.socket_errors = sum(int(n) for n in errors.groups()) if errors else 0
+    row.requests = row.non_2xx = row.socket_errors = 0
+    for out in outs:
+        rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+        p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+        done = re.search(r"(\d+) requests in", out)
+        if not (rps and p50 and p99 and done):
+            row.note = (row.note + "; " if row.note else "") + "wrk output not understood: " + out[-200:]
+            return row
+        row.rounds.append({"rps": float(rps.group(1)), "p50_ms": seconds_to_ms(p50.group(1)),
+                           "p99_ms": seconds_to_ms(p99.group(1))})
+        row.requests += int(done.group(1))
+        non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        row.non_2xx += int(non_2xx.group(1)) if non_2xx else 0
+        errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+        row.socket_errors += sum(int(n) for n in errors.groups()) if errors else 0
+    row.rps, row.p50_ms, row.p99_ms = (statistics.median(r[key] for r in row.rounds)
+                                       for key in ("rps", "p50_ms", "p99_ms"))
+    row.p99_worst_ms = max(r["p99_ms"] for r in row.rounds)
     if row.expected == 200 and row.non_2xx:
         row.note = (row.note + "; " if row.note else "") + f"{row.non_2xx} non-2xx answers under load"
-    log(f"  {row.name}: {row.rps:,.0f} req/s, p50 {row.p50_ms:.2f} ms, p99 {row.p99_ms:.2f} ms, "
-        f"other processes {row.other_cpu} cores")
+    log(f"  {row.name}: {row.rps:,.0f} req/s, p50 {row.p50_ms:.2f} ms, p99 {row.p99_ms:.2f} ms (rounds: "
+        + ", ".join(f"{r['rps']:,.0f} req/s p99 {r['p99_ms']:.2f}" for r in row.rounds)
+        + f"), other processes {row.other_cpu} cores")
     return row
 
 
@@ -668,13 +692,13 @@ def deep_page(port: int, hops: int = 3) -> tuple[str, int]:
 
 
 def best(rows: list[Row], server: str, path: str = FIRST_PAGE) -> Row | None:
-    """The better of a server's runs of a path (bare Flask and the mock's first page are each run twice)."""
+    """A server's row for a path (the better one, where a server was loaded more than once)."""
     return max((r for r in rows if r.server == server and r.path == path and r.rps), key=lambda r: r.rps or 0,
                default=None)
 
 
 def add_ratios(rows: list[Row]) -> None:
-    """Ratios to bare Flask on Granian (the better of its two runs) for every row; to Prism -v warn for the rows
+    """Ratios (of the rounds' medians) to bare Flask on Granian for every row; to Prism -v warn for the rows
     serving the same first page."""
     flask, prism = best(rows, "flask_app-granian"), best(rows, "prism -v warn")
     for row in rows:
@@ -682,6 +706,17 @@ def add_ratios(rows: list[Row]) -> None:
             row.vs_flask = round(row.rps / flask.rps, 2)
         if row.rps and prism and prism.rps and row.path == FIRST_PAGE and row.server != "prism -v warn":
             row.vs_prism_warn = round(row.rps / prism.rps, 2)
+
+
+def spikes(rows: list[Row], what: str) -> str:
+    """How many of the rows' rounds had a p99 of 10 ms or more."""
+    rounds = [r["p99_ms"] for row in rows for r in row.rounds]
+    return f"{sum(p99 >= 10 for p99 in rounds)} of {len(rounds)} {what} >= 10 ms"
+
+
+def ceilings(rows: list[Row]) -> list[Row]:
+    """The rows on Granian that run no mock: bare Flask, raw WSGI and raw RSGI answering the same bytes."""
+    return [r for r in rows if r.server in ("flask_app-granian", "wsgi_app-granian", "rsgi_app-granian")]
 
 
 def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
@@ -717,8 +752,10 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
             "; ".join(low) or (f"lowest {min(r.vs_flask or 0 for r in others)}x" if others else "no figure"),
             [*others, *([flask] if flask else [])])
     slow = [f"{r.name}: {r.p99_ms} ms" for r in mock if r.p99_ms is not None and r.p99_ms >= 10]
-    verdict("p99 < 10 ms at 16 connections (--workers 2 rows)", not slow if mock else None,
-            "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms" if mock else "no figure"), mock)
+    verdict(f"p99 < 10 ms at 16 connections (--workers 2 rows, median of {ROUNDS} rounds)", not slow if mock else None,
+            "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms; "
+                                + spikes(mock, "mock rounds") + "; " + spikes(ceilings(rows), "ceiling rounds")
+                                if mock else "no figure"), mock)
     ratio("state store: --workers 2 on Redis first page > the memory store at 1 worker",
           best(rows, "mock-redis"), default, 1.0001)
     ratio("stateful: a written collection's list >= 0.8x the same list without writes",
@@ -780,10 +817,11 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
     """Both tables, the memory after the loads, a warning when other processes took CPU, and the targets."""
     print(f"\nThroughput: wrk -t2 -c16 -d{LOAD_S}s --latency after {WARM_S} s of warm-up, {info['nproc']} cores, "
           f"{info['date']}, {info['git_commit'][:10]}{' (dirty)' if info['git_dirty'] else ''}; mock rows: "
-          f"`serve {' '.join(MOCK_FLAGS)}` unless said; x Flask: to the better of the two bare Flask runs on Granian "
-          f"(2 workers x {THREADS} threads)\n")
-    print(table(["row", "req/s", "p50 ms", "p99 ms", "x Flask", "x Prism warn", "other CPU", "note"], (
-        [r.name, fmt(r.rps, ",.0f"), fmt(r.p50_ms, ".2f"), fmt(r.p99_ms, ".2f"), fmt(r.vs_flask, ".2f"),
+          f"`serve {' '.join(MOCK_FLAGS)}` unless said; each row is the median of {ROUNDS} rounds (p99 worst: its "
+          f"worst round); x Flask: to bare Flask on Granian (2 workers x {THREADS} threads)\n")
+    print(table(["row", "req/s", "p50 ms", "p99 ms", "p99 worst", "x Flask", "x Prism warn", "other CPU", "note"], (
+        [r.name, fmt(r.rps, ",.0f"), fmt(r.p50_ms, ".2f"), fmt(r.p99_ms, ".2f"), fmt(r.p99_worst_ms, ".2f"),
+         fmt(r.vs_flask, ".2f"),
          fmt(r.vs_prism_warn, ".2f"), fmt(r.other_cpu, ".2f"), f"{r.status} {r.body_bytes} B" + (
              f"; {r.note[:100]}" if r.note else "")] for r in bench.rows)))
     print(f"\nStart-up (process start to first answer: a 200 on the first page for Kindgi, any status to GET / for "
@@ -838,10 +876,6 @@ def main() -> int:
                 log(f"Prism: skipped ({bench.prism_skipped})")
             else:
                 bench.load_prism()
-            bench.load_baseline("flask_app", "bare Flask on Granian, second run", True)  # its best run counts
-            # and the mock's first page gets a second run too, so each side of the ratio is the better of two
-            bench.load("mock first page, second run", mock_command("--log-level", "warning"),
-                       [Row("mock first page, second run", "mock", FIRST_PAGE, AUTH, 200)])
             bench.slow_clients()
             bench.startups_all()
         finally:
@@ -855,7 +889,7 @@ def main() -> int:
     print_report(bench, info, goals)
 
     result = {"machine": info, "settings": {"wrk": f"-t2 -c16 -d{LOAD_S}s --latency", "warm_s": WARM_S,
-                                            "mock": MOCK_FLAGS, "granian": GRANIAN_FLAGS,
+                                            "rounds": ROUNDS, "mock": MOCK_FLAGS, "granian": GRANIAN_FLAGS,
                                             "granian_rsgi": GRANIAN_RSGI_FLAGS,
                                             "gunicorn": GUNICORN_FLAGS, "gunicorn_mock_commit": GUNICORN_COMMIT,
                                             "stalled": STALLED,

@@ -190,6 +190,10 @@ class Answers:
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                      self.generator, own)
 
+    def versions(self, session: str | None) -> tuple[str | None, ...]:
+        """The version of each written collection as the session sees it: what a kept answer was made from."""
+        return tuple(live.view(self.store, session).version for live in self.live.values())
+
     def _prepare_live(self) -> None:
         """What the reads of each written collection answer with: every item written must fit them, and the
         item's schema (an item read's, else a list's items', else the create's answer) says which properties

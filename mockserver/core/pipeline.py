@@ -11,10 +11,12 @@ import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import startup
+from .answer_cache import AnswerCache
 from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
@@ -109,6 +111,15 @@ class Pipeline:
                                seed=self.options.seed, store=self.store, max_items=self.options.max_items)
         self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
         self.xml = XmlWriter(spec.docs.resolve)
+        # an answer depends on these headers besides the credential: those the description declares, and cookies
+        # when a parameter is one
+        declared = [p for op in spec.operations.values() for p in op.parameters]
+        varies_on = {"accept", "prefer"} | {p.name.lower() for p in declared if p.location == "header"}
+        varies_on |= {"cookie"} if any(p.location == "cookie" for p in declared) else set()
+        # with written collections a key carries each one's version (a write makes the next read's key new); a
+        # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
+        self.kept = AnswerCache(enabled=not (self.answers.live and self.store.shared),
+                                varies_on=tuple(sorted(varies_on)))
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
@@ -203,12 +214,23 @@ class Pipeline:
 
     def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
                  effect: Effect | None, request_id: str) -> MockResponse:
-        """The answer of a request that passed every check, validated against the description."""
+        """The answer of a request that passed every check, validated against the description; the same request
+        again within a second is given the same answer (core/answer_cache.py)."""
+        key = None
+        if effect is None and not self._dynamic(prefer):
+            key = self.kept.key(op.id, request, ctx.caller.key, ctx.session,
+                                partial(self.answers.versions, ctx.session))
+            kept = self.kept.get(key) if key is not None else None
+            if kept is not None:
+                return MockResponse(kept.status, kept.body, kept.media_type,
+                                    {**kept.headers, self.request_id_header: request_id}, kept.source, op.id,
+                                    kept.payload)
         answer = self._answer(op, ctx, prefer, request, effect)
-        headers = {**self.declared_headers(op, answer.status), **answer.headers,
-                   self.request_id_header: request_id}
+        headers = {**self.declared_headers(op, answer.status), **answer.headers}
         if op.deprecated:
             headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
+        shared = dict(headers)
+        headers[self.request_id_header] = request_id
         if self.options.validate_responses:
             check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
                            answer.origin, body_checked=answer.prechecked,
@@ -216,7 +238,14 @@ class Pipeline:
         if answer.source == "generated":
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
+        if key is not None:
+            self.kept.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
+
+    def _dynamic(self, prefer: dict[str, str]) -> bool:
+        """Whether this request's answer is varied generated data (`Prefer: dynamic=true`, or `--dynamic`)."""
+        asked = prefer.get("dynamic", "").lower()
+        return asked == "true" if asked else self.options.dynamic
 
     def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
         """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
@@ -299,7 +328,7 @@ class Pipeline:
             if answer:
                 return answer
         asked = prefer.get("dynamic", "").lower()
-        dynamic = asked == "true" if asked else self.options.dynamic
+        dynamic = self._dynamic(prefer)
         # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
         # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
         if asked != "true" and status == op.success_status:

@@ -18,7 +18,9 @@ from typing import Any, NamedTuple
 from .http import MockRequest
 
 TTL_S = 1.0
-SIZE = 4096  # answers kept at most; past it the cache starts again empty
+SIZE = 1024  # answers kept at most, and
+MAX_BYTES = 8 * 2**20  # bytes of bodies kept at most: past either the cache starts again empty (a worker's memory
+# stays flat however many different reads it serves; kept answers are a second old at most anyway)
 _READS = frozenset({"GET", "HEAD"})
 
 
@@ -37,6 +39,7 @@ class AnswerCache:
         self.enabled = enabled
         self._varies_on = varies_on  # lower-case header names an answer may depend on
         self._kept: dict[tuple[Any, ...], Kept] = {}
+        self._bytes = 0
 
     def key(self, op_id: str, request: MockRequest, caller_key: str, session: str | None,
             versions: Callable[[], tuple[str | None, ...]]) -> tuple[Any, ...] | None:
@@ -54,6 +57,10 @@ class AnswerCache:
 
     def put(self, key: tuple[Any, ...], status: int, body: bytes, media_type: str | None, headers: dict[str, str],
             source: str, payload: Any) -> None:
-        if len(self._kept) >= SIZE:
+        if len(body) > MAX_BYTES:
+            return
+        if len(self._kept) >= SIZE or self._bytes + len(body) > MAX_BYTES:
             self._kept.clear()
+            self._bytes = 0
+        self._bytes += len(body)
         self._kept[key] = Kept(status, body, media_type, headers, source, payload, time.monotonic() + TTL_S)

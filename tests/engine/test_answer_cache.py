@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, OTHER, body
-from mockserver import create_app
+from mockserver import create_app, pipeline_of
 from mockserver.core import answer_cache
 
 PETS = Path(__file__).resolve().parents[1] / "data" / "pets"
@@ -74,3 +74,13 @@ def test_a_kept_answer_is_made_again_once_its_second_is_over(client, monkeypatch
     assert body(client.get("/v1/test-sets?limit=3", headers=DEMO))["nextCursor"] == first  # kept
     now[0] += answer_cache.TTL_S * 5
     assert body(client.get("/v1/test-sets?limit=3", headers=DEMO))["nextCursor"] != first  # made again
+
+
+def test_the_kept_answers_stay_within_their_bounds(client, monkeypatch):
+    """However many different reads a worker serves, what it keeps is bounded (SIZE answers, MAX_BYTES of bodies)."""
+    monkeypatch.setattr(answer_cache, "MAX_BYTES", 20_000)
+    kept = pipeline_of(client.application).kept
+    for limit in range(1, 40):
+        assert client.get(f"/v1/test-sets?limit={limit}", headers=DEMO).status_code == 200
+        assert kept._bytes <= 20_000 and sum(len(k.body) for k in kept._kept.values()) == kept._bytes
+    assert 0 < len(kept._kept) < 39

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .http import MockRequest
+from .spec import SpecIndex
 
 TTL_S = 1.0
 SIZE = 1024  # answers kept at most, and
@@ -40,6 +41,15 @@ class AnswerCache:
         self._varies_on = varies_on  # lower-case header names an answer may depend on
         self._kept: dict[tuple[Any, ...], Kept] = {}
         self._bytes = 0
+
+    @classmethod
+    def of(cls, spec: SpecIndex, *, enabled: bool) -> AnswerCache:
+        """The cache for a description: an answer depends on the headers it declares as parameters besides the
+        credential, on `Accept` and `Prefer`, and on cookies when a parameter is one."""
+        declared = [p for op in spec.operations.values() for p in op.parameters]
+        varies_on = {"accept", "prefer"} | {p.name.lower() for p in declared if p.location == "header"}
+        varies_on |= {"cookie"} if any(p.location == "cookie" for p in declared) else set()
+        return cls(enabled=enabled, varies_on=tuple(sorted(varies_on)))
 
     def key(self, op_id: str, request: MockRequest, caller_key: str, session: str | None,
             versions: Callable[[], tuple[str | None, ...]]) -> tuple[Any, ...] | None:

@@ -111,15 +111,9 @@ class Pipeline:
                                seed=self.options.seed, store=self.store, max_items=self.options.max_items)
         self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
         self.xml = XmlWriter(spec.docs.resolve)
-        # an answer depends on these headers besides the credential: those the description declares, and cookies
-        # when a parameter is one
-        declared = [p for op in spec.operations.values() for p in op.parameters]
-        varies_on = {"accept", "prefer"} | {p.name.lower() for p in declared if p.location == "header"}
-        varies_on |= {"cookie"} if any(p.location == "cookie" for p in declared) else set()
         # with written collections a key carries each one's version (a write makes the next read's key new); a
         # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
-        self.kept = AnswerCache(enabled=not (self.answers.live and self.store.shared),
-                                varies_on=tuple(sorted(varies_on)))
+        self.kept = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
         self.coverage = CoverageModel(spec, self.router)
         self.journal = Journal(self.store, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,

@@ -239,7 +239,14 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=4010)
     parser.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
     parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
-                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN)")
+                        help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN); needed to "
+                             "listen on an address other than loopback, unless --open-control")
+    parser.add_argument("--control-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a web page origin that may use the control API besides the mock's own, e.g. "
+                             "http://localhost:6006 (repeatable; '*': any, only with --control-token)")
+    parser.add_argument("--open-control", action="store_true",
+                        help="serve the control API without a token on a non-loopback --host: anyone who can reach "
+                             "the port can read the journal and change the mock")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
@@ -251,6 +258,29 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backpressure", type=int, metavar="N",
                         help="requests a worker takes into Python at once; more wait in Rust (default: 1024 / "
                              "workers)")
+
+
+def _open_control(args: argparse.Namespace) -> str | None:
+    """Why the control API may not be served as asked (an unusable --control-origin; no token on the network);
+    None when it may, after a warning line for --open-control on the network."""
+    from .web.cors import ControlOrigins
+    from .web.serving import is_loopback
+
+    if args.no_control:
+        return None
+    try:
+        ControlOrigins(tuple(args.control_origin), args.control_token)
+    except ValueError as exc:
+        return str(exc)
+    if args.control_token or is_loopback(args.host):
+        return None
+    if not args.open_control:
+        return (f"--host {args.host} would open the control API (the journal, scenarios, reset) to the network "
+                f"without a token: give --control-token TOKEN (or MOCKSERVER_CONTROL_TOKEN), or say --open-control "
+                f"if that is what you want")
+    print(f"mockserver: warning: --open-control: anyone who can reach {args.host}:{args.port} can read the journal "
+          f"and change the mock through /__mock/ (no control token)", file=sys.stderr, flush=True)
+    return None
 
 
 def _add_proxy_options(parser: argparse.ArgumentParser) -> None:
@@ -311,7 +341,7 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
     return _run(partial(create_app, spec, fixtures, control=not args.no_control, control_token=args.control_token,
-                        proxy=proxy, loaded=loaded), args, 1)  # one process: the drift counts are whole
+                        control_origins=tuple(args.control_origin), proxy=proxy, loaded=loaded), args, 1)  # one process: the drift counts are whole
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -481,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"mockserver: {problem}", file=sys.stderr)
             return 1
+        refused = _open_control(args)
+        if refused:
+            print(f"mockserver: {refused}", file=sys.stderr)
+            return 2
     try:
         spec, fixtures = _sources(args)
     except NoDescription as exc:
@@ -535,4 +569,5 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mockserver: serving {spec} on {origin}{pages}"
           + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
     return _run(partial(create_app, spec, fixtures, control=not args.no_control, control_token=args.control_token,
-                        watch=args.watch, loaded=loaded), args, args.workers)
+                        control_origins=tuple(args.control_origin), watch=args.watch, loaded=loaded), args,
+                args.workers)

@@ -24,7 +24,7 @@ from ..core.pipeline import Options, Pipeline
 from ..core.state import open_store
 from .access import ACCESS
 from .control import PREFIX, control_blueprint
-from .cors import cors_headers, is_preflight, preflight_headers
+from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers
 from .dashboard import dashboard_blueprints
 from .reload import Reloader
 
@@ -69,8 +69,10 @@ class MockWSGI:
     """Serves the described API from WSGI; passes the control API's paths to Flask."""
 
     def __init__(self, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]] | None,
-                 handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
+                 handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None,
+                 control_origins: ControlOrigins | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
+        self.control_origins = control_origins or ControlOrigins()  # the pages the control API answers
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
         self.proxied = handle is not None  # its answers wait on the network
         self.flask_wsgi = flask_wsgi
@@ -90,6 +92,11 @@ class MockWSGI:
     def is_control(self, path: str) -> bool:
         """A path Flask answers (the control API and its pages), when the control API is served."""
         return self.flask_wsgi is not None and (path == PREFIX or path.startswith(PREFIX + "/"))
+
+    def answers_preflight(self, path: str, headers: dict[str, str]) -> bool:
+        """A preflight answered here: always for the API's paths, for the control API's only from a page it lets
+        in (another page's goes on to the control API, which refuses it: 403, no CORS headers)."""
+        return not self.is_control(path) or self.control_origins.allows(headers)
 
     def body_limit(self) -> int:
         """Bytes of a body worth reading: one more than allowed tells the pipeline it is too large."""
@@ -133,14 +140,15 @@ class MockWSGI:
         started = time.perf_counter()
         headers = request_headers(environ)
         method = environ.get("REQUEST_METHOD", "GET")
-        if is_preflight(method, headers):  # the API's paths and the control API's alike
+        path = environ.get("PATH_INFO", "")
+        if is_preflight(method, headers) and self.answers_preflight(path, headers):
             start_response("204 No Content", list(preflight_headers(headers).items()))
-            log_access(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""), 204, started, "cors")
+            log_access(method, path, environ.get("QUERY_STRING", ""), 204, started, "cors")
             return []
-        if self.is_control(environ.get("PATH_INFO", "")):
+        if self.is_control(path):
             self._ensure_reloader()
             assert self.flask_wsgi is not None
-            return self.flask_wsgi(environ, _with_cors(start_response, headers))
+            return self.flask_wsgi(environ, _with_cors(start_response, headers, self.control_origins))
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -157,9 +165,10 @@ class MockWSGI:
         return [result.body]
 
 
-def _with_cors(start_response: StartResponse, headers: dict[str, str]) -> StartResponse:
-    """The control API's answers carry CORS headers too, so a page on another origin can set scenarios."""
-    extra = cors_headers(headers)
+def _with_cors(start_response: StartResponse, headers: dict[str, str], origins: ControlOrigins) -> StartResponse:
+    """The control API's answers carry CORS headers for the pages it lets in (--control-origin), so a Storybook on
+    another origin can set scenarios; another page gets none, so its browser keeps the answer from it."""
+    extra = cors_headers(headers) if origins.allows(headers) else {}
     if not extra:
         return start_response
 
@@ -210,15 +219,18 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
                max_header: int = _DEFAULTS.max_header, accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
                state: str | None = _DEFAULTS.state, session_ttl: float = _DEFAULTS.session_ttl,
                max_items: int = _DEFAULTS.max_items, stateful: bool = _DEFAULTS.stateful,
-               dynamic: bool = _DEFAULTS.dynamic) -> Flask:
+               dynamic: bool = _DEFAULTS.dynamic, control_origins: tuple[str, ...] = ()) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
-    `control=False` leaves out the control API under /__mock/; `control_token` protects it; `watch=True`
+    `control=False` leaves out the control API under /__mock/; `control_token` protects it; `control_origins`
+    are the browser origins that may use it besides the mock's own (`*`: any, only with a token; ValueError
+    otherwise, or for what is not an origin); `watch=True`
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
     deployment instead of answering them (the pipeline still checks them, and answers on fallback). `loaded` is
     what `load_pipeline` made already (before `mockserver serve` forks its workers): its options and store are
     used, and the other keywords (`Options`' fields) are not."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
+    origins = ControlOrigins(tuple(control_origins), control_token)
     if loaded is None:
         loaded = load_pipeline(spec_path, fixtures_path, Options(
             seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
@@ -232,13 +244,13 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
     app = Flask("mockserver")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
-    wsgi = MockWSGI(loaded, None, handle=proxy.handle if proxy else None)
+    wsgi = MockWSGI(loaded, None, handle=proxy.handle if proxy else None, control_origins=origins)
     if watch:
         wsgi.reloader = Reloader(build, lambda: wsgi.pipeline, wsgi.swap, fixtures_path)
     app.extensions[MOCK_KEY] = wsgi
     if control:
         control_api = control_blueprint(lambda: wsgi.pipeline, control_token, lambda e: _envelope(wsgi.pipeline, e),
-                                        drift=proxy.drift if proxy else None)
+                                        drift=proxy.drift if proxy else None, origins=origins)
         pages, data = dashboard_blueprints(lambda: wsgi.pipeline)
         control_api.register_blueprint(data)  # the dashboard's data: behind the control token
         app.register_blueprint(control_api)
@@ -270,9 +282,8 @@ def _envelope(pipeline: Pipeline, error: MockError) -> Response:
     headers = request_headers(request.environ)
     request_id = pipeline.request_id(MockRequest(request.method, request.path, headers=headers))
     result: MockResponse = pipeline.error_response(error, request_id, None)
-    out = Response(result.body, status=result.status, headers=result.headers, content_type=result.media_type)
-    out.headers.update(cors_headers(headers))
-    return out
+    # CORS headers, for the pages the control API lets in, are added around Flask (_with_cors)
+    return Response(result.body, status=result.status, headers=result.headers, content_type=result.media_type)
 
 
 def log_access(method: str, path: str, query: str, status: int, started: float, source: str,

@@ -1,11 +1,16 @@
 """The control API under `/__mock/`: health, scenarios, the request journal, written collections and reset. It is not
 part of the described API; its own description is served at `/__mock/openapi.json`. Its inputs are validated like
 any API input: a malformed scenario is a 400 that says what and where, never a 500. Each call acts on one session
-(`?session=`, `X-Mock-Session` or the `mock_session` cookie), or without one on the whole mock."""
+(`?session=`, `X-Mock-Session` or the `mock_session` cookie), or without one on the whole mock.
+
+Browsers: only pages of the mock's own origin and those `--control-origin` names may call it (403 for others), and
+a call that changes the mock needs `Content-Type: application/json` or an `X-Mock-…` header, which no page of
+another origin can send without a CORS preflight (which it fails)."""
 from __future__ import annotations
 
 import hmac
 import json
+import secrets
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -19,16 +24,20 @@ from ..core.errors import MockError
 from ..core.pipeline import Pipeline
 from ..core.scenarios import ScenarioError
 from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
+from .cors import ControlOrigins
 
 PREFIX = "/__mock"
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
+CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
 
 
 def control_blueprint(current: Callable[[], Pipeline], token: str | None, render: Any,
-                      drift: DriftLog | None = None) -> Blueprint:
+                      drift: DriftLog | None = None, origins: ControlOrigins | None = None) -> Blueprint:
     """`current()` is the state being served (a reload swaps it); `render(MockError) -> Response` answers errors
-    in the API's envelope, like everything else; `drift` (in proxy mode) is served at /__mock/drift."""
+    in the API's envelope, like everything else; `drift` (in proxy mode) is served at /__mock/drift; `origins`
+    are the browser pages let in besides the mock's own."""
+    pages = origins or ControlOrigins(token=token)
     bp = Blueprint("control", __name__, url_prefix=PREFIX)
 
     def ok(payload: Any, status: int = 200) -> Response:
@@ -36,14 +45,24 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.before_request
     def guard() -> Response | None:
-        if token is None:
-            return None
-        given = (request.headers.get("X-Mock-Control-Token")
-                 or request.headers.get("Authorization", "").removeprefix("Bearer "))
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
-                                         "'Authorization: Bearer <control token>'", code="unauthorized",
-                                    headers={"WWW-Authenticate": 'Bearer realm="mockserver control"'}))
+        """Another origin's page first (403), then the token (401), then a change a page could make unasked
+        (415)."""
+        refused = pages.refusal(request.headers)
+        if refused is not None:
+            return render(MockError(403, refused, code="forbidden"))
+        if token is not None:
+            given = (request.headers.get("X-Mock-Control-Token")
+                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
+                                             "'Authorization: Bearer <control token>'", code="unauthorized",
+                                        headers={"WWW-Authenticate": 'Bearer realm="mockserver control"'}))
+        if request.method in CHANGES and request.mimetype != "application/json" and not any(
+                name.lower().startswith("x-mock-") for name in request.headers.keys()):
+            return render(MockError(415, f"{request.method} {request.path} changes the mock: send it with "
+                                         f"'Content-Type: application/json' (or an X-Mock-... header such as "
+                                         f"X-Mock-Session), which a web page of another origin cannot send unasked",
+                                    code="unsupported-media-type"))
         return None
 
     @bp.errorhandler(MockError)
@@ -92,6 +111,15 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         if not pipeline.scenarios.remove(session_param(pipeline), scenario_id):
             raise MockError(404, f"no scenario {scenario_id!r}", code="not-found")
         return ok({"removed": 1})
+
+    @bp.post("/sessions")
+    def new_session() -> Response:
+        """A fresh session nobody can guess: its name is all it takes to read and change its state."""
+        pipeline = current()
+        pipeline.store.check()
+        session = "s-" + secrets.token_urlsafe(24)
+        pipeline.store.touch(session)
+        return ok({"session": session, "headers": {SESSION_HEADER: session}}, 201)
 
     @bp.get("/requests")
     def journal() -> Response:

@@ -1,5 +1,6 @@
-"""CORS for browser clients: a frontend dev server on another port can call the mock and its control API (a
-Storybook or component test sets its own error cases), credentials included."""
+"""CORS for browser clients: a frontend dev server on another port can call the mock, credentials included. The
+control API answers only the pages `ControlOrigins` lets in (a Storybook or component test named with
+--control-origin sets its own error cases)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -28,3 +29,46 @@ def preflight_headers(request_headers: Mapping[str, str]) -> dict[str, str]:
             "Access-Control-Allow-Headers": asked or "Authorization, Content-Type, Prefer, X-Request-Id, "
                                                      "X-Mock-Session, X-Mock-Control-Token",
             "Access-Control-Max-Age": "600"}
+
+
+class ControlOrigins:
+    """Which browser pages may use the control API: the mock's own origin (the dashboard) and those named with
+    `--control-origin` (`*`: any, only behind a control token). Any other page could otherwise reset the mock,
+    set scenarios for someone's session or read the journal, bodies included, from the developer's browser."""
+
+    def __init__(self, origins: tuple[str, ...] = (), token: str | None = None) -> None:
+        named = {origin.rstrip("/").lower() for origin in origins}
+        for origin in sorted(named - {"*"}):
+            scheme, _, host = origin.partition("://")
+            if scheme not in ("http", "https") or not host or "/" in host:
+                raise ValueError(f"--control-origin {origin!r} is not an origin: give scheme://host[:port], e.g. "
+                                 f"http://localhost:3000")
+        if "*" in named and token is None:
+            raise ValueError("--control-origin '*' lets every web page use the control API: it needs "
+                             "--control-token (or MOCKSERVER_CONTROL_TOKEN) too")
+        self.any = "*" in named
+        self.named = frozenset(named - {"*"})
+
+    def allows(self, request_headers: Mapping[str, str]) -> bool:
+        """Whether a request's page may use the control API (a request without Origin is no page's: curl, SDKs)."""
+        origin = request_headers.get("origin")
+        if origin is None:
+            return True
+        origin = origin.lower()
+        scheme, _, host = origin.partition("://")
+        return (self.any or origin in self.named
+                or (scheme in ("http", "https") and host == request_headers.get("host", "").lower()))
+
+    def refusal(self, request_headers: Mapping[str, str]) -> str | None:
+        """Why a control request is refused as another page's (a foreign Origin, or a browser's `Sec-Fetch-Site`
+        saying so where no Origin was sent); None when it is not."""
+        if request_headers.get("origin") is not None:
+            if self.allows(request_headers):
+                return None
+            return (f"the control API answers pages of the mock's own origin only, not "
+                    f"{request_headers['origin'][:100]!r}: start the mock with --control-origin ORIGIN to let a page "
+                    f"of that origin use it")
+        if request_headers.get("sec-fetch-site", "none") not in ("none", "same-origin"):
+            return "the control API answers pages of the mock's own origin only (Sec-Fetch-Site: " \
+                   f"{request_headers['sec-fetch-site'][:40]})"
+        return None

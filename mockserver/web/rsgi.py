@@ -45,11 +45,11 @@ class MockRSGI:
         started = time.perf_counter()
         headers = _headers(scope.headers)
         method, path, query = scope.method, scope.path, scope.query_string
-        if is_preflight(method, headers):  # the API's paths and the control API's alike
+        mock = self.mock
+        if is_preflight(method, headers) and mock.answers_preflight(path, headers):
             proto.response_empty(204, list(preflight_headers(headers).items()))
             log_access(method, path, query, 204, started, "cors")
             return
-        mock = self.mock
         body = await _body(proto, mock.body_limit(), headers)
         if mock.is_control(path):
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)

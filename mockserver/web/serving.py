@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import ipaddress
 import logging
 import logging.config
 import multiprocessing.util
@@ -56,6 +57,15 @@ def unusable_address(host: str, port: int) -> str | None:
                     f"port with --port (make run PORT=…)")
         return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
     return None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` names is this machine's loopback (0.0.0.0 and :: are every interface)."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(address[4][0].split("%", 1)[0]).is_loopback for address in found)
 
 
 def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> None:

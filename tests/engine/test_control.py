@@ -1,6 +1,8 @@
 """The control API: its own description, its token, switching it off, never a clash or a 500."""
 import json
+import re
 
+import pytest
 import yaml
 from openapi_spec_validator import validate
 
@@ -39,24 +41,103 @@ def test_unknown_control_paths_and_bad_bodies_are_4xx(kindgi):
         assert response.status_code == 400, (data, response.data)
 
 
-def test_a_page_on_another_origin_can_use_it(kindgi):
-    """CORS, as for the API: Storybook or a component test in the browser sets its own error cases."""
-    origin = {"Origin": "http://localhost:6006"}
-    preflight = kindgi.options("/__mock/scenarios", headers={**origin, "Access-Control-Request-Method": "POST",
+STORYBOOK = {"Origin": "http://localhost:6006"}
+
+
+def test_a_page_of_an_origin_named_with_control_origin_can_use_it():
+    """CORS for the pages named: Storybook or a component test in the browser sets its own error cases."""
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_origins=("http://localhost:6006/",)).test_client()
+    preflight = client.options("/__mock/scenarios", headers={**STORYBOOK, "Access-Control-Request-Method": "POST",
                                                               "Access-Control-Request-Headers": "content-type"})
-    assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Origin"] == origin["Origin"]
+    assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
     assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
-    made = kindgi.post("/__mock/scenarios", headers=origin, json={"operationId": "listTestSets", "latency": 1})
-    assert made.status_code == 201 and made.headers["Access-Control-Allow-Origin"] == origin["Origin"]
-    kindgi.delete("/__mock/scenarios/" + body(made)["id"])
-    refused = kindgi.get("/v1/test-sets", headers=origin)
+    made = client.post("/__mock/scenarios", headers=STORYBOOK, json={"operationId": "listTestSets", "latency": 1})
+    assert made.status_code == 201 and made.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
+    client.delete("/__mock/scenarios/" + body(made)["id"], headers=STORYBOOK, json={})
+    refused = client.get("/v1/test-sets", headers=STORYBOOK)
     assert refused.status_code == 401 and "WWW-Authenticate" in refused.headers["Access-Control-Expose-Headers"]
 
 
-def test_a_control_token_refusal_carries_cors_too():
+def test_a_page_of_another_origin_is_refused_and_gets_no_cors(kindgi):
+    """By default only the mock's own pages (the dashboard) may use the control API: another page's preflight,
+    its calls and a browser's cross-site call without Origin are 403 in the envelope, without CORS headers (its
+    browser keeps even the refusal from it). The API's own paths still echo any origin."""
+    preflight = kindgi.options("/__mock/reset", headers={**STORYBOOK, "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 403 and "Access-Control-Allow-Origin" not in preflight.headers
+    for method, path, headers in (
+            ("POST", "/__mock/reset", {**STORYBOOK, "Content-Type": "text/plain"}),
+            ("POST", "/__mock/scenarios?session=alice", {**STORYBOOK, "Content-Type": "application/json"}),
+            ("GET", "/__mock/requests", STORYBOOK),
+            ("GET", "/__mock/requests", {"Origin": "null"}),
+            ("GET", "/__mock/requests", {"Sec-Fetch-Site": "cross-site"}),
+            ("GET", "/__mock/coverage", {"Sec-Fetch-Site": "same-site"})):
+        refused = kindgi.open(path, method=method, headers=headers, data=b'{"operationId": "listTestSets"}')
+        assert refused.status_code == 403, (method, path, headers, refused.data)
+        assert body(refused)["error"]["code"] == "forbidden"
+        assert ("--control-origin" if "Origin" in headers else "Sec-Fetch-Site") in body(refused)["error"]["message"]
+        assert "Access-Control-Allow-Origin" not in refused.headers
+    assert {s["origin"] for s in body(kindgi.get("/__mock/scenarios"))["scenarios"]} == {"fixtures"}  # none set
+    own = kindgi.post("/__mock/reset", json={}, headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 200
+    assert kindgi.get("/__mock/requests", headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
+    api = kindgi.options("/v1/test-sets", headers={**STORYBOOK, "Access-Control-Request-Method": "GET"})
+    assert api.status_code == 204 and api.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
+
+
+def test_a_change_needs_json_or_an_x_mock_header(kindgi):
+    """What a page of another origin can send without a preflight (a form, text/plain) never changes the mock,
+    even where no browser says where it comes from."""
+    for method, path in (("POST", "/__mock/reset"), ("DELETE", "/__mock/requests"), ("DELETE", "/__mock/scenarios"),
+                         ("POST", "/__mock/sessions")):
+        for content_type in (None, "text/plain", "application/x-www-form-urlencoded"):
+            refused = kindgi.open(path, method=method, content_type=content_type)
+            assert refused.status_code == 415, (method, path, content_type)
+            assert body(refused)["error"]["code"] == "unsupported-media-type"
+            assert f"{method} {path}" in refused.text and "Content-Type: application/json" in refused.text
+        assert kindgi.open(path, method=method, json={}).status_code in (200, 201)
+        assert kindgi.open(path, method=method, headers={"X-Mock-Session": "bob"}).status_code in (200, 201)
+    assert kindgi.get("/__mock/requests").status_code == 200  # reads need neither
+
+
+def test_control_origin_must_be_an_origin_and_star_needs_a_token():
+    for origins, token, said in ((("*",), None, "needs --control-token"),
+                                 (("localhost:3000",), None, "scheme://host[:port]"),
+                                 (("http://localhost:3000/app",), None, "not an origin")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_origins=origins, control_token=token)
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_origins=("*",), control_token="s3cret").test_client()
+    answered = client.get("/__mock/scenarios", headers={**STORYBOOK, "X-Mock-Control-Token": "s3cret"})
+    assert answered.status_code == 200 and answered.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
+
+
+def test_a_control_token_refusal_carries_cors_for_a_page_let_in():
+    client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret",
+                        control_origins=("http://localhost:6006",)).test_client()
+    refused = client.get("/__mock/scenarios", headers=STORYBOOK)
+    assert refused.status_code == 401 and refused.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
+
+
+def test_a_fresh_session_is_unguessable_and_works_at_once(kindgi):
+    """POST /__mock/sessions: a name nobody can guess (a session's name is all it takes to use its state)."""
+    made = [kindgi.post("/__mock/sessions", json={}) for _ in range(3)]
+    assert {m.status_code for m in made} == {201}
+    names = [body(m)["session"] for m in made]
+    assert len(set(names)) == 3 and all(re.fullmatch(r"s-[A-Za-z0-9_-]{32}", n) for n in names)
+    assert body(made[0])["headers"] == {"X-Mock-Session": names[0]}
+    kindgi.post(f"/__mock/scenarios?session={names[0]}", json={"operationId": "listTestSets", "status": 503})
+    assert kindgi.get("/v1/test-sets", headers={**DEMO, "X-Mock-Session": names[0]}).status_code == 503
+    assert kindgi.get("/v1/test-sets", headers={**DEMO, "X-Mock-Session": names[1]}).status_code == 200
+    kindgi.post("/__mock/reset", json={})
+
+
+def test_sessions_and_the_whole_journal_need_the_token_when_one_is_set():
     client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret").test_client()
-    refused = client.get("/__mock/scenarios", headers={"Origin": "http://localhost:3000"})
-    assert refused.status_code == 401 and refused.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+    assert client.post("/__mock/sessions", json={}).status_code == 401
+    token = {"X-Mock-Control-Token": "s3cret"}
+    session = body(client.post("/__mock/sessions", json={}, headers=token))["session"]
+    client.get("/v1/test-sets", headers={**DEMO, "X-Mock-Session": session})
+    assert client.get("/__mock/requests").status_code == 401
+    assert [e["session"] for e in body(client.get("/__mock/requests", headers=token))["requests"]] == [session]
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read():

@@ -29,9 +29,11 @@ const Mock = (() => {
   }
 
   // fetch /__mock/<path>; `json` is sent as the body. Resolves to the answer's JSON, or throws its message.
+  // A call that changes the mock says JSON even without a body: the control API refuses one that does not (what
+  // a page of another origin could send unasked).
   async function call(path, { method = "GET", json } = {}) {
     for (;;) {
-      const headers = withToken(json === undefined ? {} : { "Content-Type": "application/json" });
+      const headers = withToken(method === "GET" ? {} : { "Content-Type": "application/json" });
       const response = await fetch(PREFIX + path, {
         method, headers, body: json === undefined ? undefined : JSON.stringify(json),
       });

@@ -7,10 +7,7 @@ with `@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`. Send `mock_s
 client under test: on a shared mock they carry the test's session."""
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,12 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mockserver(spec=None, fixtures=None, **options): how mock_server is made")
 
 
-def session_name(nodeid: str) -> str:
-    """A session id that says which test it is, unique per run (the same test may run in two CI jobs at once)."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", nodeid.rsplit("/", 1)[-1])[-36:].strip("-.")
-    return f"{readable}-{hashlib.sha1(nodeid.encode()).hexdigest()[:6]}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture
 def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
     from .testing import MockClient, MockServer  # here: a pytest run that never asks for the mock loads no Flask
@@ -48,7 +39,8 @@ def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
     shared = os.environ.get("MOCKSERVER_URL") or request.config.getini("mockserver_url")
     if shared:
         token = os.environ.get("MOCKSERVER_CONTROL_TOKEN") or request.config.getini("mockserver_control_token")
-        client = MockClient(shared, control_token=token or None).session(session_name(request.node.nodeid))
+        # a session the mock names (POST /__mock/sessions): unguessable, as its name is all it takes to use it
+        client = MockClient(shared, control_token=token or None).session()
         yield client
         client.reset()  # the session's scenarios, journal and coverage: the shared mock does not grow
         return

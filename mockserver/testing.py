@@ -8,7 +8,6 @@ import json
 import threading
 import urllib.error
 import urllib.request
-import uuid
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -46,9 +45,11 @@ class MockClient:
         return {SESSION_HEADER: self.session_id} if self.session_id else {}
 
     def session(self, name: str | None = None) -> MockClient:
-        """A client of the same mock whose scenarios, journal and coverage are a session's own (a fresh name
-        unless one is given): calls carrying its `headers` see its scenarios and the global ones only."""
-        return MockClient(self.url, control_token=self._token, session=name or f"s-{uuid.uuid4().hex[:16]}")
+        """A client of the same mock whose scenarios, journal and coverage are a session's own: calls carrying its
+        `headers` see its scenarios and the global ones only. Without a name, the mock makes a fresh one nobody
+        can guess (`POST /__mock/sessions`): whoever knows a session's name can read and change its state."""
+        return MockClient(self.url, control_token=self._token,
+                          session=name or self.control("POST", "sessions")["session"])
 
     def control(self, method: str, path: str, payload: Any = None) -> Any:
         """Call /__mock/<path>; an error answer raises ControlError with its status and body."""

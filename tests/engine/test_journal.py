@@ -6,7 +6,7 @@ from mockserver.core.state.memory import MemoryStore
 
 
 def test_the_journal_records_what_was_asked_and_answered(kindgi):
-    kindgi.delete("/__mock/requests")
+    kindgi.delete("/__mock/requests", json={})
     kindgi.get("/v1/test-sets?limit=2", headers=DEMO)
     kindgi.get("/v1/test-sets?limit=500", headers=DEMO)
     kindgi.get("/v1/test-sets", headers={**DEMO, "Prefer": "code=503"})
@@ -42,9 +42,9 @@ def test_masking():
 
 def test_clear_and_reset_empty_it(kindgi):
     kindgi.get("/v1/test-sets", headers=DEMO)
-    kindgi.delete("/__mock/requests")
+    kindgi.delete("/__mock/requests", json={})
     assert body(kindgi.get("/__mock/requests"))["requests"] == []
     kindgi.get("/v1/test-sets", headers=DEMO)
-    kindgi.post("/__mock/reset")
+    kindgi.post("/__mock/reset", json={})
     assert body(kindgi.get("/__mock/requests"))["requests"] == []
     assert Journal(MemoryStore(journal_size=3)).entries() == []

@@ -52,7 +52,7 @@ def test_answers_pass_unchanged_and_drift_is_counted_exactly(kindgi_app, kindgi)
     assert sources[0] == ("/v1/test-sets", 200, "proxy-drift")
     assert sources[-1] == ("/v1/test-sets/acme.drafting.corrections/versions/1.1.0/cases", 200, "proxy")
 
-    assert client.delete("/__mock/drift").status_code == 200
+    assert client.delete("/__mock/drift", json={}).status_code == 200
     assert body(client.get("/__mock/drift"))["violations"] == []
     assert kindgi.get("/__mock/drift").status_code == 404  # only in proxy mode
     target.stop()

@@ -1,5 +1,6 @@
 """The plugin people use to test their clients against the mock."""
 import json
+import re
 import urllib.error
 import urllib.request
 
@@ -104,6 +105,8 @@ def test_tests_in_parallel_against_one_shared_mock_do_not_see_each_other(pyteste
         result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
         result.assert_outcomes(passed=12)
         assert len(shared.requests()) == 36 and shared.scenarios() == shared.session().scenarios()
+        sessions = {e["session"] for e in shared.requests()}  # the mock's own unguessable names
+        assert len(sessions) == 12 and all(re.fullmatch(r"s-[A-Za-z0-9_-]{32}", s) for s in sessions), sessions
 
 
 @pytest.mark.parametrize("kind", ["close", "truncate"])

@@ -21,7 +21,7 @@ def kindgi_mock():
 def app(kindgi_mock):
     """The module's mock, reset as a user resets it (`POST /__mock/reset`: no scenario set at run time, the
     fixtures' back with fresh counts, an empty journal, no session): each test starts where a new mock starts."""
-    assert kindgi_mock.test_client().post("/__mock/reset").status_code == 200
+    assert kindgi_mock.test_client().post("/__mock/reset", json={}).status_code == 200
     return kindgi_mock
 
 
@@ -129,12 +129,12 @@ def test_clear_remove_and_reset(client):
     client.post("/__mock/scenarios", json={"id": "mine", "operationId": "listTestSets", "status": 503})
     assert client.post("/__mock/scenarios", json={"id": "mine", "operationId": "listTestSets",
                                                   "status": 503}).status_code == 409
-    assert client.delete("/__mock/scenarios/mine").status_code == 200
-    assert client.delete("/__mock/scenarios/mine").status_code == 404
-    client.delete("/__mock/scenarios")
+    assert client.delete("/__mock/scenarios/mine", json={}).status_code == 200
+    assert client.delete("/__mock/scenarios/mine", json={}).status_code == 404
+    client.delete("/__mock/scenarios", json={})
     assert body(client.get("/__mock/scenarios"))["scenarios"] == []
     assert client.get("/v1/test-sets/acme.flaky/versions/1.0.0/cases", headers=DEMO).status_code == 404
-    client.post("/__mock/reset")
+    client.post("/__mock/reset", json={})
     assert client.get("/v1/test-sets/acme.flaky/versions/1.0.0/cases", headers=DEMO).status_code == 503
 
 

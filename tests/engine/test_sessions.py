@@ -24,7 +24,7 @@ def client(kindgi_mock):
     """A client of the module's mock, reset as a user resets it (`POST /__mock/reset`: every session, scenario and
     journal entry gone): each test starts where a new mock starts."""
     client = kindgi_mock.test_client()
-    assert client.post("/__mock/reset").status_code == 200
+    assert client.post("/__mock/reset", json={}).status_code == 200
     return client
 
 
@@ -60,7 +60,7 @@ def test_ids_are_unique_within_a_session_not_across_sessions(client):
     assert client.post("/__mock/scenarios?session=b", json=spec).status_code == 201
     again = client.post("/__mock/scenarios?session=a", json=spec)
     assert again.status_code == 409 and body(again)["error"]["code"] == "conflict"
-    assert client.delete("/__mock/scenarios/busy?session=a").status_code == 200
+    assert client.delete("/__mock/scenarios/busy?session=a", json={}).status_code == 200
     assert calls(client, "a") == [200] and calls(client, "b") == [503]
 
 
@@ -83,11 +83,11 @@ def test_reset_of_a_session_leaves_the_others(client):
     client.post("/__mock/scenarios?session=bob", json={"operationId": "listTestSets", "status": 503})
     calls(client, "alice")
     calls(client, "bob")
-    client.post("/__mock/reset?session=alice")
+    client.post("/__mock/reset?session=alice", json={})
     assert body(client.get("/__mock/requests?session=alice"))["requests"] == []
     assert calls(client, "alice") == [200] and calls(client, "bob") == [503]
     assert len(body(client.get("/__mock/requests?session=bob"))["requests"]) == 2
-    client.post("/__mock/reset")  # the whole mock: every session too
+    client.post("/__mock/reset", json={})  # the whole mock: every session too
     assert calls(client, "bob") == [200]
     assert len(body(client.get("/__mock/requests?session=bob"))["requests"]) == 1
 

@@ -1,11 +1,14 @@
 """The commands as a person runs them: `mockserver validate` and `mockserver serve` on a free port."""
 import json
+import os
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 
-from conftest import KINDGI_SPEC, LIBRARY, ROOT, serving
+import pytest
+
+from conftest import KINDGI_SPEC, LIBRARY, ROOT, free_port, serving
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,6 +73,41 @@ def test_serve_answers_on_its_port_and_says_where():
     origin = f"http://127.0.0.1:{port}"
     assert first.startswith(f"mockserver: serving {KINDGI_SPEC} on {origin}")
     assert f"dashboard {origin}/__mock/" in first and f"docs {origin}/__mock/docs" in first
+
+
+def _health(port: int, headers: dict[str, str] | None = None) -> int:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/__mock/health", headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.slow
+def test_serve_on_the_network_needs_a_control_token_or_open_control():
+    """`--host 0.0.0.0` alone would hand the journal and reset to anyone on the network: refused with one line
+    naming both ways out; `--open-control` starts with a warning line; a control token starts."""
+    env = {k: v for k, v in os.environ.items() if k != "MOCKSERVER_CONTROL_TOKEN"}
+    command = [sys.executable, "-m", "mockserver", "serve", "--host", "0.0.0.0", "--port", str(free_port())]
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        "mockserver: --host 0.0.0.0 would open the control API (the journal, scenarios, reset) to the network "
+        "without a token: give --control-token TOKEN (or MOCKSERVER_CONTROL_TOKEN), or say --open-control if that "
+        "is what you want"]
+    star = subprocess.run([*command[:5], "127.0.0.1", *command[6:], "--control-origin", "*"], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=60)
+    assert star.returncode == 2 and "--control-origin '*' lets every web page use the control API" in star.stderr
+    with serving("--host", "0.0.0.0", "--open-control") as (proc, port):
+        assert _health(port) == 200
+        assert proc.stderr is not None
+        warning = proc.stderr.readline()
+    assert warning.startswith(f"mockserver: warning: --open-control: anyone who can reach 0.0.0.0:{port} can read "
+                              f"the journal and change the mock")
+    with serving("--host", "0.0.0.0", env={"MOCKSERVER_CONTROL_TOKEN": "s3cret"}) as (proc, port):
+        assert _health(port) == 401 and _health(port, {"X-Mock-Control-Token": "s3cret"}) == 200
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("mockserver: serving ")  # no warning
 
 
 def _page(port: int, cursor: str | None = None) -> tuple[int, dict]:

@@ -8,17 +8,20 @@ scenario form; a journal row in full with Authorization masked; the control toke
 dashboard's picture."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import threading
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body, serving
 from mockserver import create_app
 from mockserver.testing import MockServer
 
@@ -83,7 +86,11 @@ def card(page: Any, operation_id: str) -> Any:
 
 
 def call(server: MockServer, path: str) -> None:
-    urllib.request.urlopen(urllib.request.Request(server.url + path, headers=DEMO), timeout=10).close()
+    call_url(server.url, path)
+
+
+def call_url(mock: str, path: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(mock + path, headers=DEMO), timeout=10).close()
 
 
 def test_operations_show_fixtures_statuses_and_live_calls(page, server):
@@ -119,10 +126,9 @@ def test_every_try_answers_on_its_first_click(page, operation_id):
     expect(operation.locator(".result")).to_have_text("200 OK")
 
 
-def test_a_page_on_another_origin_sets_its_own_error_case(browser, server):
-    """Storybook, Cypress or a component test in the browser: the control API answers CORS, so a page served
-    elsewhere sets a scenario and then sees it."""
-    import threading
+@contextmanager
+def other_origin() -> Iterator[str]:
+    """A page served on another loopback port: another origin (and the same site, as a dev server would be)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Page(BaseHTTPRequestHandler):
@@ -139,12 +145,29 @@ def test_a_page_on_another_origin_sets_its_own_error_case(browser, server):
 
     other = ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=other.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        yield f"http://127.0.0.1:{other.server_address[1]}"
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def run_on(browser: Any, origin: str, script: str, mock: str) -> Any:
+    """What `script` (an async function of the mock's URL) gives, run in a page of `origin`."""
     context = browser.new_context()
     try:
         opened = context.new_page()
         opened.goto(origin + "/")
-        statuses = opened.evaluate("""async (mock) => {
+        return opened.evaluate(script, mock)
+    finally:
+        context.close()
+
+
+def test_a_page_of_a_control_origin_sets_its_own_error_case(browser):
+    """Storybook, Cypress or a component test in the browser, its origin named with --control-origin: the control
+    API answers it CORS, so it sets a scenario and then sees it."""
+    with other_origin() as origin, MockServer(KINDGI_SPEC, KINDGI_FIXTURES, control_origins=(origin,)) as server:
+        statuses = run_on(browser, origin, """async (mock) => {
             const set = await fetch(mock + "/__mock/scenarios", {method: "POST", headers: {"Content-Type":
               "application/json"}, body: JSON.stringify({operationId: "listTestSets", status: 503, times: 1})});
             const first = await fetch(mock + "/v1/test-sets", {headers: {Authorization: "Bearer demo-token"}});
@@ -152,10 +175,49 @@ def test_a_page_on_another_origin_sets_its_own_error_case(browser, server):
             return [set.status, first.status, first.headers.get("Retry-After"), refused.status,
                     refused.headers.get("WWW-Authenticate") !== null];
         }""", server.url)
-    finally:
-        context.close()
-        other.shutdown()
     assert statuses == [201, 503, "2", 401, True]
+
+
+ATTACK = """async (mock) => {
+    const tried = async (url, options) => {
+        try {
+            const answer = await fetch(mock + url, options);
+            return answer.type === "opaque" ? "sent" : `read ${answer.status} ${await answer.text()}`;
+        } catch (error) {
+            return "blocked";
+        }
+    };
+    const plain = {method: "POST", headers: {"Content-Type": "text/plain"}};
+    const busy = JSON.stringify({operationId: "listTestSets", status: 503});
+    return {
+        reset: await tried("/__mock/reset", plain),
+        resetUnseen: await tried("/__mock/reset", {...plain, mode: "no-cors"}),
+        scenario: await tried("/__mock/scenarios?session=alice", {...plain, body: busy}),
+        scenarioJson: await tried("/__mock/scenarios?session=alice",
+                                  {...plain, headers: {"Content-Type": "application/json"}, body: busy}),
+        journal: await tried("/__mock/requests"),
+        coverage: await tried("/__mock/coverage"),
+    };
+}"""
+
+
+@pytest.mark.slow
+def test_a_page_of_another_origin_can_neither_change_nor_read_the_mock(browser):
+    """Issue 27: any page the developer has open tries what needs no preflight (text/plain POSTs to reset and to
+    alice's scenarios, `no-cors`), a JSON POST, and reads of the journal and coverage against `mockserver serve`
+    with the default flags: nothing reaches the page, nothing changes."""
+    with other_origin() as origin, serving("--log-level", "warning") as (_, port):
+        mock = f"http://127.0.0.1:{port}"
+        call_url(mock, "/v1/test-sets?limit=1")
+        tried = run_on(browser, origin, ATTACK, mock)
+        assert tried == {"reset": "blocked", "resetUnseen": "sent", "scenario": "blocked", "scenarioJson": "blocked",
+                         "journal": "blocked", "coverage": "blocked"}
+        with urllib.request.urlopen(mock + "/__mock/requests", timeout=10) as answer:
+            journal = json.loads(answer.read())["requests"]
+        assert [e["path"] for e in journal] == ["/v1/test-sets"]  # no reset, and the page's tries were not calls
+        alice = urllib.request.Request(mock + "/v1/test-sets?limit=1", headers={**DEMO, "X-Mock-Session": "alice"})
+        with urllib.request.urlopen(alice, timeout=10) as answer:
+            assert answer.status == 200  # no scenario was set for alice
 
 
 def test_one_click_makes_the_next_call_fail(page):
@@ -193,6 +255,22 @@ def test_scenarios_are_added_and_removed_with_the_form(page):
     form.locator("input[name=latency]").fill("")  # a scenario that does nothing: the control API says why
     form.get_by_role("button", name="Add").click()
     expect(form.locator(".problem")).to_have_text("a scenario must do something: give a status, a latency or a break")
+
+
+def test_the_pages_own_buttons_change_the_mock(page, server):
+    """The dashboard is of the mock's own origin: its bodiless POST and DELETE (Clear journal, Reset, remove all)
+    say JSON and are let in."""
+    call(server, "/v1/test-sets?limit=1")
+    expect(page.locator("#journal tbody tr")).to_have_count(1)
+    page.locator("#clear-journal").click()
+    expect(page.locator("#journal tbody tr")).to_have_count(0)
+    assert server.requests() == []
+    server.scenario(operationId="listTestSets", status=503)
+    page.locator("#clear-scenarios").click()
+    expect(page.locator("#scenarios tbody tr")).to_have_count(0)
+    page.locator("#reset").click()
+    expect(page.locator("#scenarios tbody tr")).not_to_have_count(0)  # the fixtures' scenarios are back
+    assert {s["origin"] for s in server.scenarios()} == {"fixtures"}
 
 
 def test_a_journal_row_in_full_with_authorization_masked(page):

@@ -341,7 +341,8 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
     print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
     return _run(partial(create_app, spec, fixtures, control=not args.no_control, control_token=args.control_token,
-                        control_origins=tuple(args.control_origin), proxy=proxy, loaded=loaded), args, 1)  # one process: the drift counts are whole
+                        control_origins=tuple(args.control_origin), proxy=proxy, loaded=loaded),
+                args, 1)  # one process: the drift counts are whole
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     def guard() -> Response | None:
         """Another origin's page first (403), then the token (401), then a change a page could make unasked
         (415)."""
-        refused = pages.refusal(request.headers)
+        refused = pages.refusal({name.lower(): value for name, value in request.headers.items()})
         if refused is not None:
             return render(MockError(403, refused, code="forbidden"))
         if token is not None:

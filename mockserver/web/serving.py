@@ -65,7 +65,8 @@ def is_loopback(host: str) -> bool:
         found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError:
         return False
-    return bool(found) and all(ipaddress.ip_address(address[4][0].split("%", 1)[0]).is_loopback for address in found)
+    addresses = {str(address[4][0]).split("%", 1)[0] for address in found}  # without an IPv6 zone
+    return bool(addresses) and all(ipaddress.ip_address(address).is_loopback for address in addresses)
 
 
 def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> None:

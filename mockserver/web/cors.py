@@ -3,6 +3,7 @@ control API answers only the pages `ControlOrigins` lets in (a Storybook or comp
 --control-origin sets its own error cases)."""
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
 EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow, WWW-Authenticate"
@@ -48,6 +49,8 @@ class ControlOrigins:
                              "--control-token (or MOCKSERVER_CONTROL_TOKEN) too")
         self.any = "*" in named
         self.named = frozenset(named - {"*"})
+        self._hosts = frozenset(origin.partition("://")[2] for origin in self.named)
+        self._guarded = token is not None
 
     def allows(self, request_headers: Mapping[str, str]) -> bool:
         """Whether a request's page may use the control API (a request without Origin is no page's: curl, SDKs)."""
@@ -61,14 +64,32 @@ class ControlOrigins:
 
     def refusal(self, request_headers: Mapping[str, str]) -> str | None:
         """Why a control request is refused as another page's (a foreign Origin, or a browser's `Sec-Fetch-Site`
-        saying so where no Origin was sent); None when it is not."""
-        if request_headers.get("origin") is not None:
-            if self.allows(request_headers):
-                return None
-            return (f"the control API answers pages of the mock's own origin only, not "
-                    f"{request_headers['origin'][:100]!r}: start the mock with --control-origin ORIGIN to let a page "
-                    f"of that origin use it")
-        if request_headers.get("sec-fetch-site", "none") not in ("none", "same-origin"):
-            return "the control API answers pages of the mock's own origin only (Sec-Fetch-Site: " \
-                   f"{request_headers['sec-fetch-site'][:40]})"
+        saying so where no Origin was sent, or a browser's page at a name another site may have pointed here);
+        None when it is not."""
+        origin = request_headers.get("origin")
+        if origin is not None and not self.allows(request_headers):
+            return (f"the control API answers pages of the mock's own origin only, not {origin[:100]!r}: start the "
+                    f"mock with --control-origin ORIGIN to let a page of that origin use it")
+        if origin is None and request_headers.get("sec-fetch-site", "none") not in ("none", "same-origin"):
+            return ("the control API answers pages of the mock's own origin only (Sec-Fetch-Site: "
+                    f"{request_headers['sec-fetch-site'][:40]})")
+        host = request_headers.get("host", "").lower()
+        if (origin is not None or "sec-fetch-site" in request_headers) and not self._trusted(host):
+            return (f"the control API answers a browser at {host[:100]!r} only with a control token, or with that "
+                    f"origin named with --control-origin: any site can point a name of its own at this machine (DNS "
+                    f"rebinding); localhost and IP addresses need neither")
         return None
+
+    def _trusted(self, host: str) -> bool:
+        """A Host no other site can have made its own: an IP address, localhost, or a named origin's; any Host
+        behind a control token (a page of another site does not have it)."""
+        if self._guarded or host in self._hosts:
+            return True
+        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+        if name == "localhost" or name.endswith(".localhost"):
+            return True
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True

@@ -84,6 +84,23 @@ def test_a_page_of_another_origin_is_refused_and_gets_no_cors(kindgi):
     assert api.status_code == 204 and api.headers["Access-Control-Allow-Origin"] == STORYBOOK["Origin"]
 
 
+def test_a_page_at_a_name_pointed_here_is_refused_without_a_token(kindgi):
+    """DNS rebinding: a page of evil.example makes its name point at 127.0.0.1, so its calls are "same-origin".
+    A browser's call at a Host that is a name other than localhost is refused unless the mock has a token or
+    the origin is named; IP addresses, localhost and clients without a browser's headers are let in."""
+    page = {"Host": "evil.example:4010", "Sec-Fetch-Site": "same-origin"}
+    for headers in (page, {**page, "Origin": "http://evil.example:4010"}):
+        refused = kindgi.get("/__mock/requests", headers=headers)
+        assert refused.status_code == 403 and "DNS rebinding" in body(refused)["error"]["message"]
+    for host in ("127.0.0.1:4010", "[::1]:4010", "localhost:4010", "app.localhost", "192.168.1.20:4010"):
+        assert kindgi.get("/__mock/requests", headers={**page, "Host": host}).status_code == 200, host
+    assert kindgi.get("/__mock/requests", headers={"Host": "mock:4010"}).status_code == 200  # curl, SDKs
+    named = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_origins=("http://evil.example:4010",)).test_client()
+    assert named.get("/__mock/requests", headers=page).status_code == 200
+    guarded = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret").test_client()
+    assert guarded.get("/__mock/requests", headers={**page, "X-Mock-Control-Token": "s3cret"}).status_code == 200
+
+
 def test_a_change_needs_json_or_an_x_mock_header(kindgi):
     """What a page of another origin can send without a preflight (a form, text/plain) never changes the mock,
     even where no browser says where it comes from."""

@@ -1,4 +1,5 @@
-"""Secrets never reach a recording: the credentials requests carried, and fields a user names, are replaced by
+"""Secrets never reach a recording: the credentials requests carried, fields named as credentials (`password`,
+`token`, … as in `secrets.BODY_NAMES`) and fields a user names, are replaced by
 pseudonyms of the same shape wherever they appear (same value, same pseudonym: ids still join, UUIDs still fit
 their format; keyed by a secret made per run, so no pseudonym gives its value away)."""
 from __future__ import annotations
@@ -8,10 +9,14 @@ import secrets
 import string
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .documents import unescape_token
+from .secrets import BODY_NAMES
+
+if TYPE_CHECKING:
+    from .secrets import Secrets
 
 MIN_SECRET = 4  # shorter values are replaced where they stand, but not hunted inside other text
 
@@ -22,24 +27,24 @@ class Redactor:
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         names = list(names)
-        self.fields = frozenset(n for n in names if not n.startswith("/"))
+        self.fields = frozenset(n for n in names if not n.startswith("/")) | BODY_NAMES  # a `password` too
         self.pointers = [tuple(unescape_token(t) for t in n.split("/")[1:]) for n in names if n.startswith("/")]
         self._secrets: set[str] = set()
         self._key = secrets.token_bytes(32)
 
-    def learn(self, request: Any, schemes: dict[str, dict[str, Any]]) -> None:
-        """Remember the credentials a request carries, to replace them wherever an answer repeats them."""
-        found = [request.header("authorization") or ""]
-        found.append(found[0].partition(" ")[2].strip())
+    def learn(self, request: Any, secrets: Secrets) -> None:
+        """Remember the credentials a request carries (in the headers, cookies and query names `secrets` holds),
+        to replace them wherever an answer repeats them."""
+        found: list[str] = []
+        for name in secrets.headers:
+            value = request.header(name) or ""
+            found += [value, value.partition(" ")[2].strip()]
         try:
             found += [m.value for m in SimpleCookie(request.header("cookie") or "").values()]
         except CookieError:
-            found.append(request.header("cookie") or "")
+            pass  # the whole header is a secret already
         query = parse_qs(request.query_string)
-        for scheme in schemes.values():
-            if str(scheme.get("type", "")).lower() == "apikey":
-                name = str(scheme.get("name", ""))
-                found += query.get(name, []) if scheme.get("in") == "query" else [request.header(name) or ""]
+        found += [value for name in secrets.query for value in query.get(name, [])]
         self._secrets.update(s for s in found if len(s) >= MIN_SECRET)
 
     def body(self, value: Any) -> Any:

@@ -47,7 +47,7 @@ class MockRSGI:
         method, path, query = scope.method, scope.path, scope.query_string
         if is_preflight(method, headers):  # the API's paths and the control API's alike
             proto.response_empty(204, list(preflight_headers(headers).items()))
-            log_access(method, path, query, 204, started, "cors")
+            log_access(method, path, self.mock.pipeline.secrets.query_string(query), 204, started, "cors")
             return
         mock = self.mock
         body = await _body(proto, mock.body_limit(), headers)

@@ -89,6 +89,8 @@ class Journal:
         if media_type is None and foreign:  # a deployment's answer: its own Content-Type, however spelt
             media_type = next((v for k, v in response_headers.items() if k.lower() == "content-type"), None)
         response_body = secrets.response_body(result.body, media_type, result.operation_id, result.status, foreign)
+        if foreign:  # a deployment may say what it was sent ("the key SIG-555… may not …"); the mock never does
+            response_body = secrets.repeated(request, response_body)
         entry = Entry(0, time.time(), request.method, request.path, query, masked,
                       _kept(secrets.request_body(request, result.operation_id)), result.status,
                       secrets.response_headers(response_headers), _kept(response_body), result.source,

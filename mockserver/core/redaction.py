@@ -8,17 +8,14 @@ import hashlib
 import secrets
 import string
 from collections.abc import Iterable
-from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
 
 from .documents import unescape_token
-from .secrets import BODY_NAMES
+from .secrets import BODY_NAMES, MASK, MIN_SECRET
 
 if TYPE_CHECKING:
     from .secrets import Secrets
 
-MIN_SECRET = 4  # shorter values are replaced where they stand, but not hunted inside other text
 
 
 class Redactor:
@@ -33,19 +30,8 @@ class Redactor:
         self._key = secrets.token_bytes(32)
 
     def learn(self, request: Any, secrets: Secrets) -> None:
-        """Remember the credentials a request carries (in the headers, cookies and query names `secrets` holds),
-        to replace them wherever an answer repeats them."""
-        found: list[str] = []
-        for name in secrets.headers:
-            value = request.header(name) or ""
-            found += [value, value.partition(" ")[2].strip()]
-        try:
-            found += [m.value for m in SimpleCookie(request.header("cookie") or "").values()]
-        except CookieError:
-            pass  # the whole header is a secret already
-        query = parse_qs(request.query_string)
-        found += [value for name in secrets.query for value in query.get(name, [])]
-        self._secrets.update(s for s in found if len(s) >= MIN_SECRET)
+        """Remember the credentials a request carries, to replace them wherever an answer repeats them."""
+        self._secrets.update(s for s in secrets.carried(request) if len(s) >= MIN_SECRET)
 
     def body(self, value: Any) -> Any:
         """A copy with named fields replaced, and every known secret replaced inside every string."""
@@ -71,7 +57,7 @@ class Redactor:
     def _collect(self, value: Any, path: tuple[str, ...]) -> None:
         """Values of named fields become secrets too: a message that repeats one gets it replaced as well."""
         if self._named(path):
-            self._secrets.update(s for s in _leaves(value) if len(s) >= MIN_SECRET)
+            self._secrets.update(s for s in _leaves(value) if len(s) >= MIN_SECRET and s != MASK)
         elif isinstance(value, dict):
             for key, sub in value.items():
                 self._collect(sub, (*path, str(key)))
@@ -93,7 +79,7 @@ class Redactor:
             return {key: self._pseudonym(sub) for key, sub in value.items()}
         if isinstance(value, list):
             return [self._pseudonym(sub) for sub in value]
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, bool) or value is None or value == MASK:  # masked already (a `writeOnly` value)
             return value
         if isinstance(value, (int, float)):
             return type(value)(self._shape(repr(value), letters=False))

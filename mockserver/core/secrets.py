@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .write_only import WriteOnly
 
 MASK = "[masked]"
+MIN_SECRET = 4  # a shorter credential is masked where it stands, but not hunted inside other text
 # what a body's key (exact: lower-case) calls a credential when no description says so; a header or a query
 # name besides: the usual header names
 BODY_NAMES = frozenset({"api_key", "access_token", "token", "password", "secret", "client_secret"})
@@ -71,12 +72,12 @@ class Secrets:
         """The request's headers (lower-case names) with credentials masked."""
         if self.headers.isdisjoint(headers):
             return dict(headers)
-        return {k: mask(v) if k in self.headers else v for k, v in headers.items()}
+        return {k: mask_header(k, v) if k in self.headers else v for k, v in headers.items()}
 
     def response_headers(self, headers: dict[str, str]) -> dict[str, str]:
         if self._response_headers.isdisjoint(headers):
             return dict(headers)
-        return {k: mask(v) if k.lower() in self.headers else v for k, v in headers.items()}
+        return {k: mask_header(k.lower(), v) if k.lower() in self.headers else v for k, v in headers.items()}
 
     def query_string(self, text: str, parsed: dict[str, list[str]] | None = None) -> str:
         """The query with the value of each credential replaced (`api_key=[masked]`); `parsed`: the request's
@@ -112,6 +113,28 @@ class Secrets:
         """A parsed answer with its `writeOnly` values masked: a recording keeps one that breaks the description."""
         schema = _schema_for(self._answer_schemas(operation_id, status), media_type)
         return self._write_only.mask(value, *schema, MASK) if schema is not None else value
+
+    def carried(self, request: MockRequest) -> set[str]:
+        """The credentials a request carries: its credential headers' values (with and without their scheme),
+        its cookies' values and its credential query values."""
+        found: set[str] = set()
+        for name in self.headers.intersection(request.headers):
+            value = request.headers[name]
+            if name == "cookie":
+                found.update(pair.partition("=")[2].strip() for pair in value.split(";"))
+            else:
+                found.update((value, value.partition(" ")[2].strip()))
+        query = request.query() or {}
+        found.update(value for name in self.query.intersection(query) for value in query[name])
+        return found
+
+    def repeated(self, request: MockRequest, data: bytes) -> bytes:
+        """A deployment's answer with each credential of the request it repeats masked (a message that says
+        "the key SIG-555… may not …")."""
+        for secret in sorted(self.carried(request), key=len, reverse=True):
+            if len(secret) >= MIN_SECRET and secret.encode() in data:
+                data = data.replace(secret.encode(), MASK.encode())
+        return data
 
     def _answer_schemas(self, operation_id: str | None, status: int) -> dict[str, Schema] | None:
         """The schemas with a secret of the response an answer with this status is described by."""
@@ -152,6 +175,17 @@ class Secrets:
             masked = self._write_only.mask(fields, *schema, MASK)
             names = BODY_NAMES | {k for k, v in masked.items() if v is MASK}
         return _masked_pairs(text, names.__contains__).encode()
+
+
+def mask_header(name: str, value: str) -> str:
+    """A credential header's value as kept: cookies by name (`theme=[masked]; sid=[masked]`, a Set-Cookie's
+    attributes kept), any other as `mask` shows it."""
+    if name == "cookie":
+        return "; ".join(f"{pair.partition('=')[0].strip()}={MASK}" for pair in value.split(";") if pair.strip())
+    if name == "set-cookie":
+        cookie, separator, attributes = value.partition(";")
+        return f"{cookie.partition('=')[0].strip()}={MASK}{separator}{attributes}"
+    return mask(value)
 
 
 def mask(value: str) -> str:

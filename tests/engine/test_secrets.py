@@ -126,7 +126,7 @@ def deployment(request: Request) -> Response:
 
 
 @pytest.mark.slow
-def test_a_recording_writes_no_credential_to_its_files_journal_or_log(tmp_path: Path):
+def test_a_recording_writes_no_credential_to_its_files_journal_drift_or_log(tmp_path: Path):
     target = Served(Request.application(deployment))
     port, out = free_port(), tmp_path / "recorded"
     proc = subprocess.Popen([sys.executable, "-m", "mockserver", "record", "--spec", str(SPEC), "--target",
@@ -147,6 +147,8 @@ def test_a_recording_writes_no_credential_to_its_files_journal_or_log(tmp_path: 
         assert call("GET", "/session", {"Authorization": f"Basic {BASIC}"}, b"", None)[1]["token"] == TOKEN
         with urllib.request.urlopen(base + "/__mock/requests", timeout=10) as answer:
             journal = answer.read().decode()
+        with urllib.request.urlopen(base + "/__mock/drift", timeout=10) as answer:
+            drift = answer.read().decode()
         proc.terminate()
         assert proc.wait(timeout=20) == 0 and proc.stderr is not None
         log = proc.stderr.read()
@@ -159,6 +161,7 @@ def test_a_recording_writes_no_credential_to_its_files_journal_or_log(tmp_path: 
     [rejected_file] = [name for name in files if name.startswith("recorded-rejected/getAccount-200-")]
     assert sorted(files) == ["recorded-rejected/" + rejected_file.split("/")[1], "recorded/operations.yaml"]
     assert leaked("\n".join(files.values())) == [] and leaked(journal) == [] and leaked(log) == []
+    assert "GET /accounts/a1?acme_sig=[masked]" in drift and leaked(drift) == []
     kept = yaml.safe_load(files["recorded/operations.yaml"])["operations"]
     session = kept["getSession"]["respond"][0]["body"]
     assert session["user"] == "ada" and len(session["token"]) == len(TOKEN)  # a pseudonym of the same shape

@@ -6,6 +6,7 @@ an answer whose schema declares one, or an answer from a proxied deployment)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus
@@ -25,6 +26,7 @@ USUAL_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "set-
 _FORM = "application/x-www-form-urlencoded"
 _NEEDLES = {"json": tuple(f'"{n}"'.encode() for n in BODY_NAMES),  # a key, as JSON writes it
             "form": tuple(f"{n}=".encode() for n in BODY_NAMES)}
+_SET_COOKIE = re.compile(r"(^|,\s*)([^=;,\s]+)=[^;,]*")  # each cookie's `name=value`, not its attributes
 Schema = tuple[Any, str]  # a schema node and its URI, as `WriteOnly` reads them
 
 
@@ -38,8 +40,8 @@ class Secrets:
 
     def __init__(self, spec: SpecIndex, write_only: WriteOnly) -> None:
         self._write_only = write_only
-        # an API key's header or query name; cookies are masked whole (the Cookie header) and an http scheme's
-        # credential is in Authorization, which the usual names hold
+        # an API key's header or query name; every cookie's value is masked (an API key's cookie among them) and
+        # an http scheme's credential is in Authorization, which the usual names hold
         headers, query = set(USUAL_NAMES | {"x-mock-control-token"}), set(USUAL_NAMES)
         for scheme in spec.security_schemes.values():
             name, where = str(scheme.get("name", "")), scheme.get("in")
@@ -182,9 +184,8 @@ def mask_header(name: str, value: str) -> str:
     attributes kept), any other as `mask` shows it."""
     if name == "cookie":
         return "; ".join(f"{pair.partition('=')[0].strip()}={MASK}" for pair in value.split(";") if pair.strip())
-    if name == "set-cookie":
-        cookie, separator, attributes = value.partition(";")
-        return f"{cookie.partition('=')[0].strip()}={MASK}{separator}{attributes}"
+    if name == "set-cookie":  # a deployment's several Set-Cookie headers come folded into one, `, ` apart
+        return _SET_COOKIE.sub(rf"\1\2={MASK}", value)
     return mask(value)
 
 

@@ -1,7 +1,7 @@
 """Secrets never reach a recording: the credentials requests carried, fields named as credentials (`password`,
-`token`, … as in `secrets.BODY_NAMES`) and fields a user names, are replaced by
-pseudonyms of the same shape wherever they appear (same value, same pseudonym: ids still join, UUIDs still fit
-their format; keyed by a secret made per run, so no pseudonym gives its value away)."""
+`token`, … as in `secrets.BODY_NAMES`) and fields a user names, are replaced by pseudonyms of the same shape
+wherever they appear (same value, same pseudonym: ids still join, UUIDs still fit their format; keyed by a secret
+made per run, so no pseudonym gives its value away)."""
 from __future__ import annotations
 
 import hashlib

@@ -132,10 +132,10 @@ def test_a_recording_writes_no_credential_to_its_files_journal_drift_or_log(tmp_
     proc = subprocess.Popen([sys.executable, "-m", "mockserver", "record", "--spec", str(SPEC), "--target",
                              target.url, "--out", str(out), "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base, call = f"http://127.0.0.1:{port}", None
+    base = f"http://127.0.0.1:{port}"
+    call = over_http(base)
     try:
         deadline = time.monotonic() + 30
-        call = over_http(base)
         while True:
             try:
                 assert call("GET", f"/accounts/a1?acme_sig={SIG}", {}, b"", None)[1]["recoveryCode"] == PIN

@@ -20,6 +20,7 @@ from .spec import Operation
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
+    from .secrets import Secrets
 
 MAX_ROWS = 1000  # distinct (operation, status, place, rule) kept; the rest are only counted
 _INDEX = re.compile(r"/\d+(?=/|$)")
@@ -170,8 +171,9 @@ class DriftLog:
             self._drifting = 0
             self._overflow = 0
 
-    def add(self, exchange: Exchange) -> None:
-        """Count one exchange; a breach repeated inside it (every item of a page) counts once."""
+    def add(self, exchange: Exchange, secrets: Secrets) -> None:
+        """Count one exchange; a breach repeated inside it (every item of a page) counts once. Its example shows
+        the query with its credentials masked (`secrets`)."""
         op = exchange.operation
         method, path = exchange.request.method, op.path if op else exchange.request.path
         with self._lock:
@@ -189,13 +191,13 @@ class DriftLog:
                         self._overflow += 1
                         continue
                     row = self._rows[key] = _Row(key[0], method, path, exchange.status, v,
-                                                 self._example(exchange, v))
+                                                 self._example(exchange, v, secrets))
                 row.count += 1
 
     @staticmethod
-    def _example(exchange: Exchange, v: Violation) -> dict[str, Any]:
+    def _example(exchange: Exchange, v: Violation, secrets: Secrets) -> dict[str, Any]:
         request = exchange.request
-        query = f"?{request.query_string}" if request.query_string else ""
+        query = f"?{secrets.query_string(request.query_string)}" if request.query_string else ""
         return {"pointer": v.pointer, "message": v.message, "request": f"{request.method} {request.path}{query}",
                 "requestId": exchange.request_id,
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

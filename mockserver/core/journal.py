@@ -1,7 +1,7 @@
 """The request journal: what the mock was asked and what it answered, newest last, bounded in size.
-`Authorization` (and other credentials) are masked before anything is kept. Every call is also counted (`Call`:
-what coverage needs of it, not its bodies), so coverage sees every call since a reset, not only those the
-journal still holds."""
+Credentials and `writeOnly` values are masked before anything is kept (`secrets.Secrets`). Every call is also
+counted (`Call`: what coverage needs of it, not its bodies), so coverage sees every call since a reset, not only
+those the journal still holds."""
 from __future__ import annotations
 
 import time
@@ -9,20 +9,12 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from .http import MockRequest, MockResponse
+    from .secrets import Secrets
     from .state import Store
 
-SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-mock-control-token"}
 BODY_LIMIT = 16 * 1024  # per body kept: 1,000 entries stay within tens of MB
-
-
-def mask(name: str, value: str) -> str:
-    """Keep the scheme and a hint of the credential (`Bearer demo…`), never the whole of it."""
-    if name.lower() not in SECRET_HEADERS:
-        return value
-    scheme, _, credential = value.partition(" ")
-    if credential:
-        return f"{scheme} {credential[:4]}…" if len(credential) > 8 else f"{scheme} ****"
-    return value[:4] + "…" if len(value) > 8 else "****"
+FOREIGN = frozenset({"proxy", "proxy-drift"})  # sources whose answers a deployment wrote, not the mock
 
 
 def _text(data: bytes) -> str | None:
@@ -81,21 +73,32 @@ class Journal:
     """What the request path and the control API see of the journal; the calls themselves live in the store
     (this process's memory, or Redis shared by every worker and replica)."""
 
-    def __init__(self, store: Store, counted_headers: frozenset[str] = frozenset()) -> None:
+    def __init__(self, store: Store, secrets: Secrets, counted_headers: frozenset[str] = frozenset()) -> None:
         self.store = store
+        self.secrets = secrets
         self._counted_headers = counted_headers  # lower-case names
 
-    def record(self, *, method: str, path: str, query: str, request_headers: dict[str, str], request_body: bytes,
-               status: int, response_headers: dict[str, str], response_body: bytes, source: str,
-               operation_id: str | None, scenario_id: str | None, duration_ms: float,
-               session: str | None = None) -> None:
-        masked = {k: mask(k, v) for k, v in request_headers.items()}
-        entry = Entry(0, time.time(), method, path, query, masked, _kept(request_body), status,
-                      dict(response_headers), _kept(response_body), source, operation_id, scenario_id,
-                      round(duration_ms, 3), session)
-        call = Call(operation_id, method, path, query, status,
+    def record(self, request: MockRequest, result: MockResponse, response_headers: dict[str, str],
+               duration_ms: float) -> str:
+        """Keep one exchange, its secrets masked first; returns the query as kept, for the access log."""
+        secrets = self.secrets
+        query = secrets.query_string(request.query_string, request.query())
+        masked = secrets.request_headers(request.headers)
+        foreign = result.source in FOREIGN
+        media_type = result.media_type
+        if media_type is None and foreign:  # a deployment's answer: its own Content-Type, however spelt
+            media_type = next((v for k, v in response_headers.items() if k.lower() == "content-type"), None)
+        response_body = secrets.response_body(result.body, media_type, result.operation_id, result.status, foreign)
+        if foreign:  # a deployment may say what it was sent ("the key SIG-555… may not …"); the mock never does
+            response_body = secrets.repeated(request, response_body)
+        entry = Entry(0, time.time(), request.method, request.path, query, masked,
+                      _kept(secrets.request_body(request, result.operation_id)), result.status,
+                      secrets.response_headers(response_headers), _kept(response_body), result.source,
+                      result.operation_id, result.scenario_id, round(duration_ms, 3), result.session)
+        call = Call(result.operation_id, request.method, request.path, query, result.status,
                     tuple((h, masked[h]) for h in self._counted_headers if h in masked))
-        self.store.record(entry, call, session)
+        self.store.record(entry, call, result.session)
+        return query
 
     def calls(self, session: str | None = None) -> tuple[dict[Call, int], int]:
         """Every call since the last reset (of the session, or of the whole mock), as coverage counts them."""

@@ -33,6 +33,7 @@ from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
 from .scenarios import Effect, Scenarios
+from .secrets import Secrets
 from .spec import Operation, SpecIndex, range_status
 from .state import SESSION_TTL, Store, open_store, session_of
 from .stateful import ITEMS_LIMIT
@@ -115,7 +116,8 @@ class Pipeline:
         # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
         self.kept = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
         self.coverage = CoverageModel(spec, self.router)
-        self.journal = Journal(self.store, self.coverage.header_names)
+        self.secrets = Secrets(spec, self.answers.write_only)
+        self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
                                    (settings.get("errors") or {}).get("template"))
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()

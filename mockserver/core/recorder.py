@@ -24,7 +24,6 @@ from urllib.parse import parse_qs
 
 from .drift import Exchange, Violation, body_violations
 from .envelope import dig, path_to
-from .journal import SECRET_HEADERS
 from .query import page_names
 from .redaction import Redactor
 from .request_validation import ValidRequest
@@ -143,7 +142,7 @@ class Recording:
 
     def _observe(self, pipeline: Pipeline, exchange: Exchange) -> Learnt:
         op = exchange.operation
-        self.redactor.learn(exchange.request, pipeline.spec.security_schemes)
+        self.redactor.learn(exchange.request, pipeline.secrets)
         if op is None or exchange.request.method != "GET":
             return Learnt("not recorded (only GETs of the description's operations are)")
         if exchange.status in (401, 403):
@@ -234,7 +233,7 @@ class Recording:
         collection.merge(items)
         fields = {name for item in collection.items for name in item}
         names = page_names({})
-        skip = {names["limit"], names["cursor"]} | _secret_query_names(pipeline)
+        skip = {names["limit"], names["cursor"]} | pipeline.secrets.query
         filters = [{"field": p.spec.name, "equals": {"query": p.spec.name}, "when": {"query": p.spec.name,
                                                                                        "present": True}}
                    for p in pipeline.validators[op.id].params
@@ -250,7 +249,7 @@ class Recording:
 
     def _respond(self, pipeline: Pipeline, op: Operation, exchange: Exchange, valid: ValidRequest,
                  payload: Any) -> str:
-        skip = _secret_query_names(pipeline)
+        skip = pipeline.secrets.query
         conditions = [{loc: name, "equals": valid.get(loc, name)} for loc, name in sorted(valid.sent)
                       if loc in ("path", "query") and name not in skip]
         when = conditions[0] if len(conditions) == 1 else {"all": conditions} if conditions else None
@@ -266,7 +265,7 @@ class Recording:
     # -- errors and rejects --------------------------------------------------------------------------------
     def _request_values(self, pipeline: Pipeline, exchange: Exchange) -> tuple[dict[str, Any], dict[str, Any]]:
         """The path and query values as sent (redacted), less the cursor (the deployment's own) and API keys."""
-        skip = {page_names(_listing(pipeline, exchange))["cursor"]} | _secret_query_names(pipeline)
+        skip = {page_names(_listing(pipeline, exchange))["cursor"]} | pipeline.secrets.query
         query = {k: v[-1] for k, v in parse_qs(exchange.request.query_string, keep_blank_values=True).items()
                  if k not in skip}
         return self.redactor.params(exchange.path_params), self.redactor.params(query)
@@ -291,7 +290,8 @@ class Recording:
             spec["body"] = payload
         response = op.response(status)
         headers = {h.name: exchange.header(h.name) for h in (response.headers.values() if response else ())
-                   if h.name.lower() != pipeline.request_id_header.lower() and exchange.header(h.name) is not None}
+                   if h.name.lower() not in (pipeline.request_id_header.lower(), *pipeline.secrets.headers)
+                   and exchange.header(h.name) is not None}
         if headers:
             spec["responseHeaders"] = {k: self.redactor.text(str(v)) for k, v in headers.items()}
         if status >= 500 or status == 429:
@@ -306,8 +306,11 @@ class Recording:
         kinds = sorted({(v.side, v.place, v.rule) for v in violations})
         name = f"{_slug(op.id)}-{exchange.status}-{_digest(kinds)}.yaml"
         headers = {k: self.redactor.text(v) for k, v in exchange.headers.items()
-                   if k.lower() not in SECRET_HEADERS and k.lower() != "set-cookie"}
-        body = self.redactor.body(exchange.payload) if exchange.payload is not None else (
+                   if k.lower() not in pipeline.secrets.headers}
+        payload = exchange.payload
+        if payload is not None:  # it breaks the description: a `writeOnly` value may be what is wrong with it
+            payload = pipeline.secrets.write_only(payload, exchange.media_type, op.id, exchange.status)
+        body = self.redactor.body(payload) if payload is not None else (
             self.redactor.text(exchange.body.decode("utf-8", "replace")) or None)
         document = {
             "operationId": op.id,
@@ -371,11 +374,6 @@ def _fill(items: list[dict[str, Any]], rules: list[dict[str, Any]], ctx: Context
 def _page_items(payload: Any, field_name: str) -> list[dict[str, Any]] | None:
     items = payload.get(field_name) if isinstance(payload, dict) else None
     return items if isinstance(items, list) and all(isinstance(i, dict) for i in items) else None
-
-
-def _secret_query_names(pipeline: Pipeline) -> set[str]:
-    return {str(s.get("name")) for s in pipeline.spec.security_schemes.values()
-            if str(s.get("type", "")).lower() == "apikey" and s.get("in") == "query"}
 
 
 def _when_key(when: Any) -> str:

@@ -1,19 +1,21 @@
-"""Secrets never reach a recording: the credentials requests carried, and fields a user names, are replaced by
-pseudonyms of the same shape wherever they appear (same value, same pseudonym: ids still join, UUIDs still fit
-their format; keyed by a secret made per run, so no pseudonym gives its value away)."""
+"""Secrets never reach a recording: the credentials requests carried, fields named as credentials (`password`,
+`token`, … as in `secrets.BODY_NAMES`) and fields a user names, are replaced by pseudonyms of the same shape
+wherever they appear (same value, same pseudonym: ids still join, UUIDs still fit their format; keyed by a secret
+made per run, so no pseudonym gives its value away)."""
 from __future__ import annotations
 
 import hashlib
 import secrets
 import string
 from collections.abc import Iterable
-from http.cookies import CookieError, SimpleCookie
-from typing import Any
-from urllib.parse import parse_qs
+from typing import TYPE_CHECKING, Any
 
 from .documents import unescape_token
+from .secrets import BODY_NAMES, MASK, MIN_SECRET
 
-MIN_SECRET = 4  # shorter values are replaced where they stand, but not hunted inside other text
+if TYPE_CHECKING:
+    from .secrets import Secrets
+
 
 
 class Redactor:
@@ -22,25 +24,14 @@ class Redactor:
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         names = list(names)
-        self.fields = frozenset(n for n in names if not n.startswith("/"))
+        self.fields = frozenset(n for n in names if not n.startswith("/")) | BODY_NAMES  # a `password` too
         self.pointers = [tuple(unescape_token(t) for t in n.split("/")[1:]) for n in names if n.startswith("/")]
         self._secrets: set[str] = set()
         self._key = secrets.token_bytes(32)
 
-    def learn(self, request: Any, schemes: dict[str, dict[str, Any]]) -> None:
+    def learn(self, request: Any, secrets: Secrets) -> None:
         """Remember the credentials a request carries, to replace them wherever an answer repeats them."""
-        found = [request.header("authorization") or ""]
-        found.append(found[0].partition(" ")[2].strip())
-        try:
-            found += [m.value for m in SimpleCookie(request.header("cookie") or "").values()]
-        except CookieError:
-            found.append(request.header("cookie") or "")
-        query = parse_qs(request.query_string)
-        for scheme in schemes.values():
-            if str(scheme.get("type", "")).lower() == "apikey":
-                name = str(scheme.get("name", ""))
-                found += query.get(name, []) if scheme.get("in") == "query" else [request.header(name) or ""]
-        self._secrets.update(s for s in found if len(s) >= MIN_SECRET)
+        self._secrets.update(s for s in secrets.carried(request) if len(s) >= MIN_SECRET)
 
     def body(self, value: Any) -> Any:
         """A copy with named fields replaced, and every known secret replaced inside every string."""
@@ -66,7 +57,7 @@ class Redactor:
     def _collect(self, value: Any, path: tuple[str, ...]) -> None:
         """Values of named fields become secrets too: a message that repeats one gets it replaced as well."""
         if self._named(path):
-            self._secrets.update(s for s in _leaves(value) if len(s) >= MIN_SECRET)
+            self._secrets.update(s for s in _leaves(value) if len(s) >= MIN_SECRET and s != MASK)
         elif isinstance(value, dict):
             for key, sub in value.items():
                 self._collect(sub, (*path, str(key)))
@@ -88,7 +79,7 @@ class Redactor:
             return {key: self._pseudonym(sub) for key, sub in value.items()}
         if isinstance(value, list):
             return [self._pseudonym(sub) for sub in value]
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, bool) or value is None or value == MASK:  # masked already (a `writeOnly` value)
             return value
         if isinstance(value, (int, float)):
             return type(value)(self._shape(repr(value), letters=False))

@@ -4,12 +4,18 @@ failure. Examples and generated data are made from the same schemas as requests,
 they are served."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .documents import RefError, pointer_join
 from .schemas import Resolve
 
 _MAX_DEPTH = 64  # of schemas followed for one value without reaching a deeper instance (a `$ref` loop)
+_CUT: Any = object()  # `_cut`'s default: leave the property out (else: its value replaced by this one)
+
+
+def _write_only(node: dict[str, Any]) -> bool:
+    return node.get("writeOnly") is True
 
 
 class WriteOnly:
@@ -24,10 +30,11 @@ class WriteOnly:
         """Whether any `writeOnly` keyword is reachable from the schema at `uri` (through `$ref`s too)."""
         known = self._reaches.get(uri)
         if known is None:
-            known = self._reaches[uri] = self._search(node, uri)
+            known = self._reaches[uri] = self.search(node, uri, _write_only)
         return known
 
-    def _search(self, node: Any, uri: str) -> bool:
+    def search(self, node: Any, uri: str, found: Callable[[dict[str, Any]], bool]) -> bool:
+        """Whether any schema reachable from the one at `uri` (through `$ref`s too) is `found`."""
         stack, seen = [(node, uri)], set()
         while stack:
             node, uri = stack.pop()
@@ -37,7 +44,7 @@ class WriteOnly:
             if not isinstance(node, dict) or id(node) in seen:
                 continue
             seen.add(id(node))
-            if node.get("writeOnly") is True:
+            if found(node):
                 return True
             if isinstance(node.get("$ref"), str):
                 try:
@@ -55,7 +62,15 @@ class WriteOnly:
         cut: list[str] = []
         return self._cut(value, [(node, uri)], "", cut), cut
 
-    def _cut(self, value: Any, schemas: list[tuple[Any, str]], pointer: str, cut: list[str]) -> Any:
+    def mask(self, value: Any, node: Any, uri: str, masked: str) -> Any:
+        """The value with each `writeOnly` property's value replaced by `masked` (the key kept): what a journal
+        may keep of a request that carried a password."""
+        if not self.reaches(node, uri):
+            return value
+        return self._cut(value, [(node, uri)], "", [], masked)
+
+    def _cut(self, value: Any, schemas: list[tuple[Any, str]], pointer: str, cut: list[str],
+             keep: Any = _CUT) -> Any:
         flat = self._flatten(schemas)
         if isinstance(value, dict):
             props: dict[str, list[tuple[Any, str]]] = {}
@@ -67,12 +82,14 @@ class WriteOnly:
                 subs = props.get(name, [])
                 if any(s.get("writeOnly") is True for s, _ in self._flatten(subs)):
                     cut.append(pointer_join(pointer, name))
+                    if keep is not _CUT:
+                        result[name] = keep
                     continue
-                result[name] = self._cut(item, subs, pointer_join(pointer, name), cut) if subs else item
+                result[name] = self._cut(item, subs, pointer_join(pointer, name), cut, keep) if subs else item
             return result
         if isinstance(value, list):
             items = [(node["items"], uri) for node, uri in flat if isinstance(node.get("items"), dict)]
-            return [self._cut(item, items, pointer_join(pointer, i), cut)
+            return [self._cut(item, items, pointer_join(pointer, i), cut, keep)
                     for i, item in enumerate(value)] if items else value
         return value
 

@@ -126,14 +126,9 @@ class MockWSGI:
             out_headers["Content-Type"] = result.media_type
         out_headers["Content-Length"] = str(len(result.body))
         out_headers.update(cors_headers(mock_request.headers))
-        pipeline.journal.record(
-            method=mock_request.method, path=mock_request.path, query=mock_request.query_string,
-            request_headers=mock_request.headers, request_body=mock_request.body, status=result.status,
-            response_headers=out_headers, response_body=result.body, source=result.source,
-            operation_id=result.operation_id, scenario_id=result.scenario_id,
-            duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
-        log_access(mock_request.method, mock_request.path, mock_request.query_string, result.status, started,
-                   result.source, result.operation_id)
+        query = pipeline.journal.record(mock_request, result, out_headers, (time.perf_counter() - started) * 1000)
+        log_access(mock_request.method, mock_request.path, query, result.status, started, result.source,
+                   result.operation_id)
         return list(out_headers.items())
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -143,7 +138,8 @@ class MockWSGI:
         path = environ.get("PATH_INFO", "")
         if is_preflight(method, headers) and self.answers_preflight(path, headers):
             start_response("204 No Content", list(preflight_headers(headers).items()))
-            log_access(method, path, environ.get("QUERY_STRING", ""), 204, started, "cors")
+            log_access(method, path, self.pipeline.secrets.query_string(environ.get("QUERY_STRING", "")), 204,
+                       started, "cors")
             return []
         if self.is_control(path):
             self._ensure_reloader()

@@ -48,7 +48,7 @@ class MockRSGI:
         mock = self.mock
         if is_preflight(method, headers) and mock.answers_preflight(path, headers):
             proto.response_empty(204, list(preflight_headers(headers).items()))
-            log_access(method, path, query, 204, started, "cors")
+            log_access(method, path, self.mock.pipeline.secrets.query_string(query), 204, started, "cors")
             return
         body = await _body(proto, mock.body_limit(), headers)
         if mock.is_control(path):

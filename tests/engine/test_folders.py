@@ -102,6 +102,10 @@ def test_allow_ref_outside_lets_a_shared_folder_in(tmp_path, marker):
     assert checked.returncode == 0, checked.stderr
     answer = create_app(spec, allow_outside=[shared]).test_client().get("/leak")
     assert body(answer) == {"token": marker}  # served on purpose: the folder was let in
+    for command in (["contract", "--spec", str(spec), "--phases", "coverage"], ["diff", str(spec), str(spec)]):
+        refused = run(*command)
+        assert refused.returncode == 2 and "[outside-folder]" in refused.stderr and marker not in refused.stderr
+        assert run(*command, "--allow-ref-outside", shared).returncode == 0, command
     other = tmp_path / "other"
     other.mkdir()
     alone = run("validate", "--spec", str(spec), "--allow-ref-outside", str(other))

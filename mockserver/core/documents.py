@@ -211,13 +211,14 @@ def inside(path: Path, folders: Iterable[Path]) -> bool:
     return any(real.is_relative_to(folder) for folder in folders)
 
 
-def outside_message(path: Path, folders: tuple[Path, ...], what: str) -> str:
-    """Names the file, where it leads and the folders it may be in; never anything of its content."""
+def outside_message(path: Path, folders: tuple[Path, ...], what: str, *, shared: bool = True) -> str:
+    """Names the file, where it leads and the folders it may be in; never anything of its content. `shared`: the
+    folders can be widened with `--allow-ref-outside`."""
     real = path.resolve()
     shown = str(path) if real == Path(os.path.normpath(path.absolute())) else f"{path} (a link to {real})"
     others = f" or {', '.join(map(str, folders[1:]))}" if len(folders) > 1 else ""
-    return (f"{shown} lies outside {what} {folders[0]}{others}: not read (let a shared folder in with "
-            f"--allow-ref-outside DIR)")
+    hint = " (let a shared folder in with --allow-ref-outside DIR)" if shared else ""
+    return f"{shown} lies outside {what} {folders[0]}{others}: not read{hint}"
 
 
 class DocumentSet:

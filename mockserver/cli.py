@@ -32,7 +32,21 @@ class NoDescription(Exception):
     """No --spec, no MOCKSERVER_SPEC and no conventional file where the command runs."""
 
 
+def _add_allow_outside(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-ref-outside", dest="allow_outside", action="append", default=[], type=_folder,
+                        metavar="DIR", help="a folder outside the description's (and the fixtures') own that its "
+                                            "$refs and files may read, shared on purpose (repeatable; default: "
+                                            "none, every file must lie in its own folder)")
+
+
+def _folder(text: str) -> Path:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return Path(text)
+
+
 def _add_sources(parser: argparse.ArgumentParser) -> None:
+    _add_allow_outside(parser)
     parser.add_argument("--spec", type=Path, default=None,
                         help="OpenAPI description (default: MOCKSERVER_SPEC, else openapi.yaml, .yml or .json here)")
     parser.add_argument("--fixtures", type=Path, default=None,
@@ -194,7 +208,8 @@ def _contract(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> in
                                exclude=args.exclude_operation, read_only=args.read_only, stateful=args.stateful,
                                request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover,
                                mode=args.mode, checks=checks, exclude_checks=exclude_checks, phases=phases,
-                               coverage_cap=args.coverage_cap, credentials=not args.no_auth)
+                               coverage_cap=args.coverage_cap, credentials=not args.no_auth,
+                               allow_outside=tuple(args.allow_outside))
     try:
         return contract.check(options, args.junit, json_path=args.report_json)
     except LoadError as exc:
@@ -325,7 +340,11 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
             print(f"mockserver: --rejected {rejected} must lie outside --out {args.out}: what it keeps is not fixtures",
                   file=sys.stderr)
             return 2
-        recorder = Recorder(args.out, rejected, args.redact)
+        try:
+            recorder = Recorder(args.out, rejected, args.redact)
+        except LoadError as exc:
+            _report(exc)
+            return 2
     try:
         proxy = Proxy(args.target, fallback=args.fallback, timeout=args.timeout, recorder=recorder)
     except ValueError as exc:
@@ -333,7 +352,8 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
         return 2
     configure_logging(args.log_level)
     try:
-        loaded = load_pipeline(spec, fixtures, Options(cursor_secret=_cursor_secret(None)))
+        loaded = load_pipeline(spec, fixtures, Options(cursor_secret=_cursor_secret(None),
+                                                       allow_outside=tuple(args.allow_outside)))
     except LoadError as exc:
         _report(exc)
         return 2
@@ -495,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="the mock's control token, with --url (env MOCKSERVER_CONTROL_TOKEN)")
     diff.add_argument("--format", default="text", choices=["text", "markdown", "json"])
     diff.add_argument("--fail-on", choices=["breaking", "any"], help="exit 1 when there is a breaking change (or any)")
+    _add_allow_outside(diff)
 
     args = parser.parse_args(argv)
     use_parse_cache(default_cache())  # a description read before starts in milliseconds (mockserver/cache.py)
@@ -504,7 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         from .diff_cli import run
 
         return run(args.old, args.new, fixtures=args.fixtures, journal=args.journal, url=args.url,
-                   control_token=args.control_token, output=args.format, fail_on=args.fail_on)
+                   control_token=args.control_token, output=args.format, fail_on=args.fail_on,
+                   allow_outside=tuple(args.allow_outside))
     if args.command in ("serve", "proxy", "record"):
         from .web.serving import unusable_address
 
@@ -527,7 +549,8 @@ def main(argv: list[str] | None = None) -> int:
         return _contract(args, spec, fixtures)
     if args.command == "validate":
         try:
-            pipeline = Pipeline.load(spec, fixtures, Options(stateful=args.stateful))
+            pipeline = Pipeline.load(spec, fixtures, Options(stateful=args.stateful,
+                                                             allow_outside=tuple(args.allow_outside)))
         except LoadError as exc:
             _report(exc)
             return 1
@@ -551,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
                       cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
                       state=args.state, session_ttl=args.session_ttl, max_items=args.max_items,
-                      stateful=args.stateful, dynamic=args.dynamic)
+                      stateful=args.stateful, dynamic=args.dynamic, allow_outside=tuple(args.allow_outside))
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

@@ -54,9 +54,9 @@ def _one_line(exc: LoadError, what: str) -> str:
     return f"{what}: {first}{more}" if first else what
 
 
-def _spec(path: Path, label: str) -> SpecIndex:
+def _spec(path: Path, label: str, allowed: tuple[Path, ...]) -> SpecIndex:
     try:
-        return SpecIndex(path)
+        return SpecIndex(path, allowed)
     except LoadError as exc:
         raise Unusable(_one_line(exc, f"{label} {path} is not a usable description")) from None
 
@@ -103,9 +103,11 @@ def _is_entry(entry: Any) -> bool:
             and all(isinstance(entry.get(k) or {}, dict) for k in ("requestHeaders", "responseHeaders")))
 
 
-def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[dict[str, Any]] | None) -> Report:
+def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[dict[str, Any]] | None,
+          allowed: tuple[Path, ...] = ()) -> Report:
+    """`allowed`: folders besides their own that the descriptions and fixtures may read (`--allow-ref-outside`)."""
     started = time.perf_counter()
-    old, new = _spec(old_path, "OLD"), _spec(new_path, "NEW")
+    old, new = _spec(old_path, "OLD", allowed), _spec(new_path, "NEW", allowed)
     loaded = time.perf_counter()
     differ = Differ(old, new)
     changes = differ.run()
@@ -113,7 +115,7 @@ def build(old_path: Path, new_path: Path, fixtures: Path | None, entries: list[d
     evidence = Evidence()
     if fixtures is not None or entries is not None:
         try:  # what OLD serves from the fixtures: they must fit OLD, as the mock requires
-            old_pipeline = Pipeline(old, load_fixtures(fixtures))
+            old_pipeline = Pipeline(old, load_fixtures(fixtures, allowed))
         except LoadError as exc:
             raise Unusable(_one_line(exc, f"the fixtures {fixtures} do not load against OLD {old_path} (they are "
                                           "what is served today)")) from None
@@ -236,12 +238,13 @@ FORMATS = {"text": text, "markdown": markdown, "json": as_json}
 
 
 def run(old: Path, new: Path, *, fixtures: Path | None = None, journal: Path | None = None, url: str | None = None,
-        control_token: str | None = None, output: str = "text", fail_on: str | None = None) -> int:
+        control_token: str | None = None, output: str = "text", fail_on: str | None = None,
+        allow_outside: tuple[Path, ...] = ()) -> int:
     """Print the report; 1 when `fail_on` is met (a breaking change, or any change), 0 otherwise, 2 unusable."""
     try:
         if fixtures is not None and not fixtures.is_dir():
             raise Unusable(f"{fixtures}: the fixtures folder does not exist")
-        report = build(old, new, fixtures, read_journal(journal, url, control_token))
+        report = build(old, new, fixtures, read_journal(journal, url, control_token), allow_outside)
     except Unusable as exc:
         print(f"mockserver diff: {exc}", file=sys.stderr)
         return 2

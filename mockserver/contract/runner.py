@@ -80,6 +80,7 @@ class Options:
     mode: str = "all"
     exclude_checks: list[str] = field(default_factory=list)  # Schemathesis' names, ours too
     credentials: bool = True  # False: no credential on any call, not even the in-process mock's own (`--no-auth`)
+    allow_outside: tuple[Path, ...] = ()  # folders besides their own the description and fixtures may read
 
 
 def run(options: Options, mock: MockServer | None = None) -> RunResult:
@@ -95,7 +96,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
         # strict, and the run's placeholder credential let in where the fixtures declare no token of their own, so
         # a call without it (or with another) is the 401 a real API answers, and `ignored_auth` checks something
         server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,),
-                            stateful=options.stateful)
+                            stateful=options.stateful, allow_outside=options.allow_outside)
     pipeline = server.pipeline if server else None
     if pipeline is not None and options.url is None and mock is None:
         let_in(pipeline, options)
@@ -117,7 +118,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
                              default_token=options.url is None and options.credentials, pipeline=pipeline,
                              security_parameters=options.security_parameters, values=values,
                              bearer=options.bearer, api_keys=options.api_keys,
-                             fixture_values=options.url is None)
+                             fixture_values=options.url is None, allow_outside=options.allow_outside)
     allowed = contract.labels_of(options.allow_untested)
     schema = contract.schema
     for regex in options.skip:

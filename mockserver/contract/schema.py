@@ -13,7 +13,7 @@ import schemathesis
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..core.documents import DocumentSet
-from ..core.pipeline import Pipeline
+from ..core.pipeline import Options, Pipeline
 from ..core.spec import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
@@ -53,7 +53,8 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
                   operations: list[str] | None = None, default_token: bool = False,
                   pipeline: Pipeline | None = None, security_parameters: bool = True,
                   values: ValueSources | None = None, bearer: str | None = None,
-                  api_keys: dict[str, str] | None = None, fixture_values: bool = True) -> Contract:
+                  api_keys: dict[str, str] | None = None, fixture_values: bool = True,
+                  allow_outside: tuple[Path, ...] = ()) -> Contract:
     """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
@@ -65,14 +66,15 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     `security_parameters`: whether Schemathesis generates the security schemes' parameters (see `credentials.apply`).
     `values`: request values from elsewhere (the target itself, a `--data` file), given each operation's
     credentials: by source name, the combinations per operationId, sent as examples besides the fixtures'.
+    `allow_outside`: folders besides their own the description and fixtures may read (`--allow-ref-outside`).
     `fixture_values`: whether the fixtures' ids are sent as examples too: only when the target is the mock itself
     (a deployment holds data of its own; its ids come from `values`)."""
-    pipeline = pipeline or Pipeline.load(spec, fixtures)
+    pipeline = pipeline or Pipeline.load(spec, fixtures, Options(allow_outside=allow_outside))
     if default_token:
         token = token or usable_token(pipeline.auth) or PLACEHOLDER_TOKEN
         basic = basic or (token, PLACEHOLDER_PASSWORD)
     caller = caller_for(pipeline.auth, token)
-    docs = DocumentSet(spec)  # as written (the engine's copy is rewritten to JSON Schema)
+    docs = DocumentSet(spec, pipeline.options.allow_outside)  # as written (the engine's is rewritten to JSON Schema)
     raw = docs.root.data
     inline_operations(raw, docs)
     labels = dict(_labels(raw, docs))

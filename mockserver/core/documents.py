@@ -8,12 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import unquote, urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import yaml
 
@@ -165,10 +166,11 @@ def _parse_yaml(path: Path, text: str) -> Document:
         lines: dict[str, int] = {}
         data = _build(node, loader, "", lines, problems, path) if node is not None else None
     except yaml.YAMLError as exc:
+        # the kind of problem and where, never the parser's snippet of the file (`str(exc)` quotes its line)
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        raise LoadError([Problem(str(path), "", f"not valid YAML: {getattr(exc, 'problem', exc)}", "syntax",
-                                 line)]) from None
+        where = f" (column {mark.column + 1})" if mark else ""
+        raise LoadError([Problem(str(path), "", f"not valid YAML: {getattr(exc, 'problem', None) or type(exc).__name__}"
+                                 f"{where}", "syntax", mark.line + 1 if mark else None)]) from None
     finally:
         loader.dispose()
     if problems:
@@ -198,10 +200,33 @@ class RefError(Exception):
     """A `$ref` that points nowhere, or a chain of refs that loops."""
 
 
+class OutsideFolder(RefError):
+    """A `$ref` to a file outside the folders a description may read: refused before the file is opened, so
+    nothing of it can reach an answer, a log line or a message."""
+
+
+def inside(path: Path, folders: Iterable[Path]) -> bool:
+    """Whether the file, its symlinks followed, lies in one of the (real, resolved) folders."""
+    real = path.resolve()
+    return any(real.is_relative_to(folder) for folder in folders)
+
+
+def outside_message(path: Path, folders: tuple[Path, ...], what: str, *, shared: bool = True) -> str:
+    """Names the file, where it leads and the folders it may be in; never anything of its content. `shared`: the
+    folders can be widened with `--allow-ref-outside`."""
+    real = path.resolve()
+    shown = str(path) if real == Path(os.path.normpath(path.absolute())) else f"{path} (a link to {real})"
+    others = f" or {', '.join(map(str, folders[1:]))}" if len(folders) > 1 else ""
+    hint = " (let a shared folder in with --allow-ref-outside DIR)" if shared else ""
+    return f"{shown} lies outside {what} {folders[0]}{others}: not read{hint}"
+
+
 class DocumentSet:
     """The documents of one description, by URI, loaded on first reference; resolves `$ref`s between them."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, allowed: Iterable[Path] = ()) -> None:
+        """`allowed`: folders besides the root's own that its `$ref`s may read (`--allow-ref-outside`)."""
+        self.folders = (root.resolve().parent, *(Path(folder).resolve() for folder in allowed))
         self._transform: Callable[[Any], Any] | None = None
         self._docs: dict[str, Document] = {}
         # what each ($ref, base) resolves to: generation follows the same few hundred $refs for every value it makes
@@ -218,9 +243,7 @@ class DocumentSet:
     def _load(self, uri: str) -> Document:
         doc = self._docs.get(uri)
         if doc is None:
-            path = Path(unquote(uri.removeprefix("file://")))
-            if not uri.startswith("file://"):
-                raise RefError(f"only local files can be referenced, not {uri}")
+            path = self.file_of(uri)
             if not path.is_file():
                 raise RefError(f"no file {path}")
             doc = read_document(path)
@@ -228,6 +251,17 @@ class DocumentSet:
                 doc.data = self._transform(doc.data)
             self._docs[uri] = doc
         return doc
+
+    def file_of(self, uri: str) -> Path:
+        """The file a `file:` URI names; RefError for any other URI, OutsideFolder for a file outside the folders
+        (symlinks followed)."""
+        parts = urlsplit(uri)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+            raise RefError(f"only local files can be referenced, not {uri}")
+        path = Path(unquote(parts.path))
+        if not inside(path, self.folders):
+            raise OutsideFolder(outside_message(path, self.folders, "the description's folder"))
+        return path
 
     def document(self, uri: str) -> Document:
         return self._load(urldefrag(uri)[0])

@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from .documents import Document, pointer_join, read_document
+from .documents import Document, inside, outside_message, pointer_join, read_document
 from .errors import LoadError, Problem
 from .fixture_format import SCHEMA
 from .schemas import instance_pointer, iter_errors
@@ -58,9 +58,10 @@ class FixtureSet:
     problems: list[Problem] = field(default_factory=list)  # files with problems are left out of the rest
 
 
-def load_fixtures(folder: Path | None) -> FixtureSet:
+def load_fixtures(folder: Path | None, allowed: tuple[Path, ...] = ()) -> FixtureSet:
     """Every `*.yaml`/`*.yml`/`*.json` below the folder, in path order. Problems are collected in `problems`
-    (not raised) so the caller can add those it finds in the rest and report them all at once."""
+    (not raised) so the caller can add those it finds in the rest and report them all at once. A symlink that
+    leads out of the folder (and out of the `allowed` ones, `--allow-ref-outside`) is a problem, its file unread."""
     result = FixtureSet()
     if folder is None:
         return result
@@ -71,7 +72,12 @@ def load_fixtures(folder: Path | None) -> FixtureSet:
     paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
     settings_from: dict[str, Located] = {}
     collections_from: dict[str, Located] = {}
+    folders = (folder.resolve(), *(f.resolve() for f in allowed))
     for path in paths:
+        if not inside(path, folders):
+            problems.append(Problem(str(path), "", outside_message(path, folders, "the fixtures folder"),
+                                    "outside-folder"))
+            continue
         try:
             doc = read_document(path)
         except LoadError as exc:

@@ -59,6 +59,7 @@ class Options:
     max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
     stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
     dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
+    allow_outside: tuple[Path, ...] = ()  # folders besides their own that the description and fixtures may read
 
 
 @dataclass
@@ -140,9 +141,10 @@ class Pipeline:
     def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None,
              store: Store | None = None) -> Pipeline:
         """Load and check everything; LoadError lists every problem of the description and the fixtures."""
-        fixtures = load_fixtures(fixtures_path)
+        allowed = (options or Options()).allow_outside
+        fixtures = load_fixtures(fixtures_path, allowed)
         try:
-            spec = SpecIndex(spec_path)
+            spec = SpecIndex(spec_path, allowed)
         except LoadError as exc:
             raise LoadError(exc.problems + fixtures.problems) from None
         return cls(spec, fixtures, options, store)

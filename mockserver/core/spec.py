@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urljoin, urlparse
 
 from jsonschema import Draft202012Validator
 
-from .documents import Document, DocumentSet, RefError, pointer_join, unescape_token
+from .documents import Document, DocumentSet, OutsideFolder, RefError, pointer_join, unescape_token
 from .errors import LoadError, Problem
 from .http import is_json
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
@@ -130,10 +130,11 @@ class Operation:
 class SpecIndex:
     """Loads a description and everything it references; raises LoadError listing every problem."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, allowed: tuple[Path, ...] = ()) -> None:
+        """`allowed`: folders besides the description's own that its `$ref`s may read (`--allow-ref-outside`)."""
         self.path = path
         try:
-            self.docs = DocumentSet(path)
+            self.docs = DocumentSet(path, allowed)
         except RefError as exc:
             raise LoadError([Problem(str(path), "", str(exc), "read")]) from None
         root = self.docs.root.data
@@ -185,7 +186,10 @@ class SpecIndex:
         while index < len(self.docs.documents):  # documents are added as refs reach them
             doc = list(self.docs.documents.values())[index] if index else self.docs.root
             index += 1
-            for pointer, ref in _refs(doc.data, ""):
+            for pointer, key, ref in _refs(doc.data, ""):
+                if key == "externalValue":
+                    self._check_external(doc, pointer, ref)
+                    continue
                 if _outside_openapi(doc is self.docs.root, pointer):
                     self.warnings.append(doc.problem(pointer + "/$ref", f"$ref {ref!r} stands where OpenAPI allows "
                                                      "none; it is left as it is", "$ref-ignored"))
@@ -194,11 +198,23 @@ class SpecIndex:
                     target, target_uri = self.docs.resolve(ref, doc.uri + "#" + pointer)
                 except (RefError, LoadError) as exc:
                     problems = exc.problems if isinstance(exc, LoadError) else [
-                        doc.problem(pointer + "/$ref", f"unresolved $ref {ref!r}: {exc}", "$ref")]
+                        doc.problem(pointer + "/$ref", f"unresolved $ref {ref!r}: {exc}",
+                                    "outside-folder" if isinstance(exc, OutsideFolder) else "$ref")]
                     self.problems.extend(problems)
                     continue
                 if pointer.endswith("/properties") and _is_property_map(target):
                     self._properties_by_ref(doc, pointer, ref, target, target_uri)
+
+    def _check_external(self, doc: Document, pointer: str, value: str) -> None:
+        """An example's `externalValue` that names a file: the mock never reads it, but a contract run's
+        Schemathesis would, so it is held to the same folders as a `$ref` (a URL names no file: left as it is)."""
+        uri = urljoin(doc.uri, value)
+        if urlparse(uri).scheme == "file":
+            try:
+                self.docs.file_of(uri)
+            except RefError as exc:
+                self.problems.append(doc.problem(pointer + "/externalValue", f"externalValue {value!r}: {exc}",
+                                                 "outside-folder"))
 
     def _repair_schemas(self) -> None:
         """Every schema of every document (reached from a `schema` or `components/schemas`, then through its
@@ -571,21 +587,23 @@ def _is_property_map(node: Any) -> bool:
             and not _SUBSCHEMA_KEYWORDS & node.keys())
 
 
-def _refs(node: Any, pointer: str) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
+def _refs(node: Any, pointer: str) -> list[tuple[str, str, str]]:
+    """Every `$ref` and `externalValue` below the node: (pointer of the object holding it, key, value)."""
+    found: list[tuple[str, str, str]] = []
     stack = [(node, pointer)]
     while stack:
         value, where = stack.pop()
         if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str):
-                found.append((where, ref))
+            for key in _FILE_KEYS:
+                if isinstance(value.get(key), str):
+                    found.append((where, key, value[key]))
             stack.extend((v, pointer_join(where, k)) for k, v in value.items() if k != "$ref")
         elif isinstance(value, list):
             stack.extend((v, pointer_join(where, i)) for i, v in enumerate(value))
     return found
 
 
+_FILE_KEYS = ("$ref", "externalValue")  # what names another file
 _NOT_OPENAPI_ROOT_KEYS = ("/tags/", "/info/", "/externalDocs/")
 
 

@@ -6,8 +6,10 @@ deployment cannot (down, too slow, 501), so a frontend keeps working while the b
 do for the mock."""
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import logging
+import re
 from urllib.parse import urlsplit
 
 from ..core.drift import DriftLog, check
@@ -20,6 +22,13 @@ log = logging.getLogger("mockserver.proxy")
 # not forwarded either way (RFC 9110 §7.6.1), or recomputed; Accept-Encoding so that answers can be read and checked
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                          "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding"})
+# the methods forwarded: RFC 9110's and PATCH (RFC 5789), but not CONNECT (a tunnel, not a call of the API)
+FORWARDED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+_ALLOW = ", ".join(FORWARDED_METHODS)
+_MOCK_HEADERS = "x-mock-"  # the mock's own (control token, session, …): never the target's business
+# what a server behind may read as a separator or a dot: an encoded slash or backslash, a backslash, an encoded dot
+_SEPARATOR = re.compile(r"%2f|%5c|\\", re.IGNORECASE)
+_DOT = re.compile(r"%2e", re.IGNORECASE)
 
 
 class Unanswered(Exception):
@@ -46,9 +55,21 @@ class Proxy:
         self.drift = DriftLog()
 
     def handle(self, pipeline: Pipeline, request: MockRequest) -> MockResponse:
-        """Same signature as `Pipeline.handle`: the deployment's answer, the mock's (fallback), or a 502/504."""
+        """Same signature as `Pipeline.handle`: the deployment's answer, the mock's (fallback), a 502/504, or the
+        refusal of what the target should not see (a method HTTP does not define, a path out of its base path)."""
         if len(request.body) > pipeline.options.max_body:
             return pipeline.handle(request)  # the body was cut at the limit: the mock's own 413, never half a body
+        if request.method not in FORWARDED_METHODS:
+            return self._refuse(pipeline, request, MockError(
+                405, f"{request.method} is not forwarded to the target; these are: {_ALLOW}",
+                details={"allowed": list(FORWARDED_METHODS)}, headers={"Allow": _ALLOW}))
+        path = target_path(request.path)
+        if path is None:
+            return self._refuse(pipeline, request, MockError(
+                400, f"the path {request.path} leaves the target's base path {self._base or '/'} once its dot "
+                     "segments are read: not forwarded", code="path-outside-target", details={"path": request.path}))
+        if path != request.path:  # the target, the drift check and the recording all see the path resolved
+            request = dataclasses.replace(request, path=path)
         try:
             status, headers, body = self._forward(request)
         except Unanswered as exc:
@@ -70,7 +91,8 @@ class Proxy:
     def _forward(self, request: MockRequest) -> tuple[int, dict[str, str], bytes]:
         connection = self._connection(self._netloc, timeout=self.timeout)
         url = self._base + request.path + (f"?{request.query_string}" if request.query_string else "")
-        headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
+        headers = {k: v for k, v in request.headers.items()
+                   if k not in _HOP_BY_HOP and not k.startswith(_MOCK_HEADERS)}
         try:
             connection.request(request.method, url, body=request.body or None, headers=headers)
             response = connection.getresponse()
@@ -87,6 +109,10 @@ class Proxy:
                 answer[name] = f"{answer[name]}, {value}" if name in answer else value
         return response.status, answer, body
 
+    def _refuse(self, pipeline: Pipeline, request: MockRequest, error: MockError) -> MockResponse:
+        log.warning("REFUSED %s %s: %s", request.method, request.path, error.message)
+        return pipeline.error_response(error, pipeline.request_id(request), None)
+
     def _unanswered(self, pipeline: Pipeline, request: MockRequest, reason: Unanswered) -> MockResponse:
         if self.fallback:
             log.warning("FALLBACK %s %s: %s; the mock answers", request.method, request.path, reason)
@@ -98,3 +124,22 @@ class Proxy:
         return pipeline.error_response(MockError(reason.status, f"the target {self.target} did not answer: {reason}",
                                                  code=code, details={"target": self.target}),
                                        pipeline.request_id(request), None)
+
+
+def target_path(path: str) -> str | None:
+    """The path as a server behind may read it, dot segments removed (RFC 3986 §5.2.4), with encoded dots and
+    slashes, backslashes and `;parameters` (`..;`) counted as such; None when it climbs above the root, out of
+    the target's base path. A path without dot segments is forwarded as sent (an encoded slash in an id stays)."""
+    segments = _DOT.sub(".", _SEPARATOR.sub("/", path)).split("/")[1:]
+    dots = [segment.split(";", 1)[0] in (".", "..") for segment in segments]
+    if not any(dots):
+        return path
+    kept: list[str] = []
+    for segment, dot in zip(segments, dots):
+        if not dot:
+            kept.append(segment)
+        elif segment.startswith(".."):
+            if not kept:
+                return None
+            kept.pop()
+    return "/" + "/".join(kept) + ("/" if dots[-1] and kept else "")

@@ -12,7 +12,9 @@ from typing import Any
 
 import yaml
 
+from ..core.documents import inside, outside_message, read_document
 from ..core.drift import Exchange
+from ..core.errors import LoadError, Problem
 from ..core.pipeline import Pipeline
 from ..core.recorder import Recording
 
@@ -26,7 +28,7 @@ _SHARED = ("settings.yaml", "operations.yaml", "scenarios.yaml")
 
 class Recorder:
     """A recording session: one exchange at a time learnt, then its documents written to `out` (and answers that
-    break the description to `rejected`)."""
+    break the description to `rejected`). LoadError when an earlier recording in `out` cannot be read."""
 
     def __init__(self, out: Path, rejected: Path, redact: Iterable[str] = ()) -> None:
         self.out, self.rejected = out, rejected
@@ -49,10 +51,24 @@ class Recorder:
 
 
 def _earlier(out: Path) -> dict[str, Any]:
-    """The documents of an earlier recording in `out`, by their path in it."""
+    """The documents of an earlier recording in `out`, by their path in it. LoadError for a file that cannot be
+    read (bad YAML, a symlink out of `out`) naming it and its line, never its content."""
     paths = sorted((out / "collections").glob("*.yaml")) + [out / name for name in _SHARED]
-    return {path.relative_to(out).as_posix(): yaml.safe_load(path.read_text()) or {} for path in paths
-            if path.is_file()}
+    folders = (out.resolve(),)
+    found: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for path in (p for p in paths if p.is_file()):
+        if not inside(path, folders):
+            problems.append(Problem(str(path), "", outside_message(path, folders, "the recording's folder",
+                                                                   shared=False), "outside-folder"))
+            continue
+        try:
+            found[path.relative_to(out).as_posix()] = read_document(path).data or {}
+        except LoadError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise LoadError(problems)
+    return found
 
 
 def _write(path: Path, data: Any, header: str = _HEADER) -> None:

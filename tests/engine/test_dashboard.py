@@ -347,7 +347,8 @@ def test_screenshot(page, server, tmp_path):
 
 def test_every_asset_is_the_mocks_own_and_split_descriptions_resolve(write):
     """Without a browser: the pages load nothing from elsewhere, and a description split over folders is served
-    file by file where its relative `$ref`s point, its servers set to the mock."""
+    file by file where its relative `$ref`s point (a folder beside its own let in: `--allow-ref-outside`), its
+    servers set to the mock."""
     write("shared/pets.yaml", """
         Pet: {type: object, properties: {name: {type: string, nullable: true}}}
     """)
@@ -361,7 +362,7 @@ def test_every_asset_is_the_mocks_own_and_split_descriptions_resolve(write):
               responses:
                 "200": {description: ok, content: {application/json: {schema: {$ref: "../shared/pets.yaml#/Pet"}}}}
     """)
-    client = create_app(spec).test_client()
+    client = create_app(spec, allow_outside=[spec.parent.parent / "shared"]).test_client()
     for page in ("/__mock/", "/__mock/docs"):
         html = client.get(page).data.decode()
         assets = re.findall(r'(?:src|href)="([^"]+)"', html)

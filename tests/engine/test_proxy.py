@@ -1,10 +1,13 @@
 """`mockserver proxy`: answers pass unchanged, drift is counted exactly, and the mock answers when the target cannot."""
+import http.client
+import subprocess
+import sys
 import time
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SAMPLE_PROJECT, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, body, free_port
 from mockserver import create_app
 from mockserver.core.pipeline import Pipeline
 from mockserver.web.app import MockWSGI
@@ -92,3 +95,97 @@ def test_the_mock_answers_when_the_target_cannot(pipeline, kindgi, app, timeout,
         assert source == "proxy-drift"
     if app is not None:
         target.stop()
+
+
+class Recorded:
+    """A target on loopback that answers 200 and keeps what reached it: method, path as sent, headers."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        self.served = Served(self.app)
+
+    def app(self, environ, start_response):
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        self.seen.append((environ["REQUEST_METHOD"], environ.get("RAW_URI") or environ["REQUEST_URI"], headers))
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b"{}"]
+
+
+@pytest.fixture()
+def recorded():
+    target = Recorded()
+    yield target
+    target.served.stop()
+
+
+@pytest.mark.parametrize("path", ["/%2e%2e/%2e%2e/admin", "/v1/%2E%2E%2f..%2f..%2fadmin", "/v1/..%5c..%5cadmin",
+                                  "/v1/..;/..;/admin", "/v1/../../admin"])
+def test_a_path_that_leaves_the_targets_base_path_is_refused_and_never_forwarded(recorded, path):
+    client = proxy_client(recorded.served.url + "/base")
+    refused = client.get(path, headers=DEMO)
+    assert refused.status_code == 400 and body(refused)["error"]["code"] == "path-outside-target"
+    assert recorded.seen == []
+    inside = client.get("/v1/nowhere/../test-sets?limit=1", headers=DEMO)  # dot segments that stay: resolved
+    assert inside.status_code == 200 and [s[1] for s in recorded.seen] == ["/base/v1/test-sets?limit=1"]
+
+
+def test_mock_headers_never_reach_the_target(recorded):
+    client = proxy_client(recorded.served.url)
+    sent = {**DEMO, "X-Mock-Control-Token": "control-secret", "X-Mock-Session": "s1", "x-MOCK-whatever": "1"}
+    assert client.get("/v1/test-sets", headers=sent).status_code == 200
+    (_, _, headers), = recorded.seen
+    assert headers["authorization"] == DEMO["Authorization"]
+    assert [name for name in headers if name.startswith("x-mock")] == []
+
+
+@pytest.mark.parametrize("method", ["FOO", "CONNECT", "get"])
+def test_methods_http_does_not_define_get_405_and_never_reach_the_target(recorded, method):
+    answer = proxy_client(recorded.served.url).open("/v1/test-sets", method=method, headers=DEMO)
+    assert answer.status_code == 405
+    assert answer.headers["Allow"] == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE"
+    assert body(answer)["error"]["requestId"] == answer.headers["X-Request-Id"]
+    assert recorded.seen == []
+    assert proxy_client(recorded.served.url).open("/v1/test-sets", method="PATCH", headers=DEMO).status_code == 200
+    assert [s[0] for s in recorded.seen] == ["PATCH"]
+
+
+@pytest.mark.slow
+def test_the_command_on_granian_forwards_only_what_the_target_should_see(recorded):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "proxy", "--target", recorded.served.url + "/base",
+                             "--port", str(port), "--log-level", "warning"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def send(method: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, http.client.HTTPMessage]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            connection.request(method, path, headers={**DEMO, **(headers or {})})
+            answer = connection.getresponse()
+            answer.read()
+            return answer.status, answer.headers
+        finally:
+            connection.close()
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, _ = send("GET", "/v1/test-sets?limit=1", {"X-Mock-Control-Token": "control-secret"})
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.1)
+        assert status == 200
+        assert send("GET", "/%2e%2e/%2e%2e/admin")[0] == 400
+        assert send("GET", "/v1/..%2f..%2fadmin")[0] == 400
+        refused, headers = send("FOO", "/v1/test-sets")
+        assert refused == 405 and headers["Allow"].startswith("GET, HEAD")
+        (method, path, seen), = recorded.seen
+        assert (method, path) == ("GET", "/base/v1/test-sets?limit=1") and "x-mock-control-token" not in seen
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

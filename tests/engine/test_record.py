@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,19 @@ def test_the_command_records_on_granian_and_stops_on_sigterm(target, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_an_earlier_recording_that_cannot_be_read_stops_the_command_naming_the_file(target, tmp_path, capsys):
+    """A file of --out that links out of it is not read; one that is not YAML is named with its line, unquoted."""
+    marker = f"secret-{uuid.uuid4().hex}"
+    (tmp_path / "secret.yaml").write_text(f"collections: {{{marker}: {{items: []}}}}\n")
+    out = tmp_path / "recorded"
+    (out / "collections").mkdir(parents=True)
+    (out / "collections" / "leak.yaml").symlink_to(tmp_path / "secret.yaml")
+    (out / "settings.yaml").write_text(f"settings: x: {marker}\n")
+    assert main(["record", "--target", target.url, "--out", str(out), "--port", str(free_port())]) == 2
+    said = capsys.readouterr().err
+    assert marker not in said
+    assert (f"{out / 'collections' / 'leak.yaml'}: /: {out / 'collections' / 'leak.yaml'} (a link to "
+            f"{tmp_path / 'secret.yaml'}) lies outside the recording's folder {out}: not read [outside-folder]") in said
+    assert f"{out / 'settings.yaml'}:1: /: not valid YAML: mapping values are not allowed" in said

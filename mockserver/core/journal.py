@@ -54,6 +54,7 @@ class Entry:
     scenario_id: str | None
     duration_ms: float
     session: str | None = None
+    broken: str | None = None  # a scenario's `break`: "close" (no body sent) or "truncate" (the part sent)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -88,11 +89,11 @@ class Journal:
     def record(self, *, method: str, path: str, query: str, request_headers: dict[str, str], request_body: bytes,
                status: int, response_headers: dict[str, str], response_body: bytes, source: str,
                operation_id: str | None, scenario_id: str | None, duration_ms: float,
-               session: str | None = None) -> None:
+               session: str | None = None, broken: str | None = None) -> None:
         masked = {k: mask(k, v) for k, v in request_headers.items()}
         entry = Entry(0, time.time(), method, path, query, masked, _kept(request_body), status,
                       dict(response_headers), _kept(response_body), source, operation_id, scenario_id,
-                      round(duration_ms, 3), session)
+                      round(duration_ms, 3), session, broken)
         call = Call(operation_id, method, path, query, status,
                     tuple((h, masked[h]) for h in self._counted_headers if h in masked))
         self.store.record(entry, call, session)

@@ -42,6 +42,13 @@ def status_line(status: int) -> str:
     return _STATUS_LINES.get(status) or f"{status} Status {status}"
 
 
+def sent_body(disconnect: str | None, body: bytes) -> bytes:
+    """What of a body reaches the client: all of it, none for a scenario's `break: close`, half for `truncate`."""
+    if disconnect is None:
+        return body
+    return body[: len(body) // 2] if disconnect == "truncate" else b""
+
+
 def request_headers(environ: dict[str, Any]) -> dict[str, str]:
     """The request's headers by lower-case name, straight from the WSGI environ."""
     headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
@@ -122,9 +129,9 @@ class MockWSGI:
         pipeline.journal.record(
             method=mock_request.method, path=mock_request.path, query=mock_request.query_string,
             request_headers=mock_request.headers, request_body=mock_request.body, status=result.status,
-            response_headers=out_headers, response_body=result.body, source=result.source,
-            operation_id=result.operation_id, scenario_id=result.scenario_id,
-            duration_ms=(time.perf_counter() - started) * 1000, session=result.session)
+            response_headers=out_headers, response_body=sent_body(result.disconnect, result.body),
+            source=result.source, operation_id=result.operation_id, scenario_id=result.scenario_id,
+            duration_ms=(time.perf_counter() - started) * 1000, session=result.session, broken=result.disconnect)
         log_access(mock_request.method, mock_request.path, mock_request.query_string, result.status, started,
                    result.source, result.operation_id)
         return list(out_headers.items())
@@ -177,7 +184,7 @@ def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
     as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`), which writes nothing
     before the first chunk, the socket is shut after what was sent: for `close`, nothing at all."""
     if kind == "truncate":
-        yield body[: len(body) // 2]
+        yield sent_body(kind, body)
     sock = environ.get("werkzeug.socket")
     if sock is None:
         if kind == "truncate":

@@ -142,6 +142,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -252,10 +262,10 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
                              "answers are made on the event loop, and a scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
-    parser.add_argument("--backpressure", type=int, metavar="N", default=MAX_BODIES,
+    parser.add_argument("--backpressure", type=_positive, metavar="N", default=MAX_BODIES,
                         help="request bodies a worker reads at once; one more request with a body is answered "
                              "503 mock-busy (Retry-After: 1) at once, never left waiting (default %(default)s)")
-    parser.add_argument("--body-timeout", type=float, metavar="SECONDS", default=BODY_TIMEOUT_S,
+    parser.add_argument("--body-timeout", type=_seconds, metavar="SECONDS", default=BODY_TIMEOUT_S,
                         help="seconds a request's whole body may take to arrive; past it the request is answered "
                              "408 request-timeout and its connection closed (default %(default)s)")
 

@@ -2,12 +2,17 @@
 real Redis) takes 20,000 requests on 64 concurrent keep-alive connections, mixed across operations, errors and
 scenarios, then 1,280 calls at once against a `times: 300` scenario. It passes when every answer has the status
 expected for its request, no connection drops, memory stays flat, and (sharing Redis) exactly 300 calls got the
-scenario's answer. Loopback only, bounded in time."""
+scenario's answer. Then the phase "slow uploads" (`--phase slow-uploads` runs it alone): 2,000 clients send a
+request's head announcing a 1 MB body, one byte, then nothing; normal requests beside them must answer within
+100 ms, and every slow one must be answered 408 (or 503 mock-busy) and closed by itself. Loopback only, bounded in
+time."""
 from __future__ import annotations
 
 import argparse
 import http.client
 import json
+import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -183,6 +188,107 @@ def soak(args: argparse.Namespace, state: list[str]) -> bool:
             and rss[2] - rss[1] < rss[1] // 20 and (times["exact"] or "redis" not in " ".join(state)))
 
 
+SLOW_UPLOADS = 2000
+SLOW_BODY_TIMEOUT_S = 2
+SLOW_UPLOAD = (b"POST /v1/test-sets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: 1000000\r\n\r\n{")
+
+
+def slow_uploads(args: argparse.Namespace) -> bool:
+    """2,000 uploads that stall after one byte of their body (they used to fill Granian's connection slots and stop
+    every other request): normal requests beside them answer within 100 ms, and the mock answers each slow one
+    408 after --body-timeout (or 503 mock-busy past --backpressure) and closes it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    port = free_port()
+    server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--spec", str(ROOT / "spec/kindgi.yaml"),
+                               "--fixtures", str(ROOT / "fixtures"), "--port", str(port), "--workers",
+                               str(args.workers), *(MULTI_WORKER_ARGS if args.workers > 1 else []),
+                               "--body-timeout", str(SLOW_BODY_TIMEOUT_S), "--log-level", "warning"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        rss = [rss_kib(server.pid)]
+        started = time.monotonic()
+        for _ in range(SLOW_UPLOADS):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(SLOW_UPLOAD)
+            sock.setblocking(False)
+            socks.append(sock)
+        opened = time.monotonic() - started
+        time.sleep(0.5)  # every head taken in
+        rss.append(rss_kib(server.pid))
+        took, statuses = [], Counter()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for n in range(200):
+            path, headers, _ = MIX[n % 6]  # the reads that answer 200
+            began = time.monotonic()
+            try:
+                connection.request("GET", path, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                statuses[response.status] += 1
+            except OSError as exc:
+                statuses[type(exc).__name__] += 1
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            took.append((time.monotonic() - began) * 1000)
+        answered = _closed_by_server(socks, time.monotonic() + SLOW_BODY_TIMEOUT_S + 10)
+        ended = time.monotonic() - started
+        rss.append(rss_kib(server.pid))
+    finally:
+        for sock in socks:
+            sock.close()
+        server.send_signal(signal.SIGTERM)
+        exit_code = server.wait(timeout=30)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    took.sort()
+    result = {
+        "phase": "slow uploads", "slow_uploads": SLOW_UPLOADS, "workers": args.workers,
+        "body_timeout_s": SLOW_BODY_TIMEOUT_S, "seconds_to_open": round(opened, 2),
+        "normal_requests": len(took), "normal_statuses": dict(statuses),
+        "normal_ms_p50": round(took[len(took) // 2], 1), "normal_ms_p99": round(took[len(took) * 99 // 100], 1),
+        "normal_ms_max": round(took[-1], 1), "slow_answered": dict(sorted(answered.items())),
+        "seconds_until_all_closed": round(ended, 1), "rss_kib_before_open_after": rss, "server_exit_code": exit_code,
+    }
+    print(json.dumps(result, indent=2))
+    return (statuses == Counter({200: len(took)}) and took[len(took) * 99 // 100] < 100
+            and sum(answered.values()) == SLOW_UPLOADS and set(answered) <= {"408", "503"} and exit_code == 0)
+
+
+def _closed_by_server(socks: list[socket.socket], deadline: float) -> Counter:
+    """Each socket read until the server closes it, by the status it was answered ("none": closed unanswered;
+    "open": still open at `deadline`)."""
+    chosen = selectors.DefaultSelector()
+    heads: dict[socket.socket, bytes] = {}
+    for sock in socks:
+        chosen.register(sock, selectors.EVENT_READ)
+    seen: Counter = Counter()
+    left = len(socks)
+    while left and time.monotonic() < deadline:
+        for key, _ in chosen.select(0.2):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if chunk:
+                heads[sock] = heads.get(sock, b"") + chunk
+                continue
+            chosen.unregister(sock)
+            left -= 1
+            seen[heads[sock][9:12].decode() if sock in heads else "none"] += 1
+    seen["open"] += left
+    chosen.close()
+    return +seen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=20_000)
@@ -190,7 +296,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--max-seconds", type=float, default=180)
+    parser.add_argument("--phase", choices=["all", "load", "slow-uploads"], default="all",
+                        help="run one phase alone: the load rounds (memory, then Redis) or the slow uploads")
     args = parser.parse_args()
+    if args.phase == "slow-uploads":
+        ok = slow_uploads(args)
+        print("soak:", "PASS" if ok else "FAIL")
+        return 0 if ok else 1
     ok = soak(args, MULTI_WORKER_ARGS)
     if shutil.which("redis-server") is None:
         print("soak: the Redis round is skipped: redis-server is not installed (make test installs it)")
@@ -205,6 +317,8 @@ def main() -> int:
             finally:
                 redis.terminate()
                 redis.wait(timeout=10)
+    if args.phase == "all":
+        ok = slow_uploads(args) and ok
     print("soak:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

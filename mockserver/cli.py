@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 # process to take it) and the answers behind `mockserver proxy`; the API's own answers are made on the event loop
 # and a scenario's latency holds no thread. 2: one call waiting leaves another answering
 THREADS = 2
+# a request's body is read by the mock (web/rsgi.py): the whole of it within BODY_TIMEOUT_S (else 408), at most
+# MAX_BODIES at once per worker (else 503 mock-busy); each may hold up to --max-body bytes while it arrives
+BODY_TIMEOUT_S = 10.0
+MAX_BODIES = 1024
 CONVENTIONAL_SPECS = ("openapi.yaml", "openapi.yml", "openapi.json")  # looked for in the working folder
 CONVENTIONAL_FIXTURES = "fixtures"
 
@@ -152,6 +156,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
 def _percent(text: str) -> float:
     try:
         value = float(text)
@@ -270,9 +284,12 @@ def _add_serving(parser: argparse.ArgumentParser) -> None:
                              "answers are made on the event loop, and a scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
-    parser.add_argument("--backpressure", type=int, metavar="N",
-                        help="requests a worker takes into Python at once; more wait in Rust (default: 1024 / "
-                             "workers)")
+    parser.add_argument("--backpressure", type=_positive, metavar="N", default=MAX_BODIES,
+                        help="request bodies a worker reads at once; one more request with a body is answered "
+                             "503 mock-busy (Retry-After: 1) at once, never left waiting (default %(default)s)")
+    parser.add_argument("--body-timeout", type=_seconds, metavar="SECONDS", default=BODY_TIMEOUT_S,
+                        help="seconds a request's whole body may take to arrive; past it the request is answered "
+                             "408 request-timeout and its connection closed (default %(default)s)")
 
 
 def _open_control(args: argparse.Namespace) -> str | None:
@@ -312,8 +329,8 @@ def _run(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
     from .web.serving import Settings, serve
 
-    serve(factory, Settings(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure),
-          args.log_level)
+    serve(factory, Settings(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure,
+                            args.body_timeout), args.log_level)
     return 0
 
 

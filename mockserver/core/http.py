@@ -60,3 +60,10 @@ class MockResponse:
     delay_ms: int = 0  # latency a scenario asks for: the HTTP layer waits before answering
     disconnect: str | None = None  # "close" (no response at all) or "truncate" (half a body), from a scenario
     session: str | None = None  # the session the request belongs to (X-Mock-Session), for the journal
+
+
+def sent_body(disconnect: str | None, body: bytes) -> bytes:
+    """What of a body reaches the client: all of it, none for a scenario's `break: close`, half for `truncate`."""
+    if disconnect is None:
+        return body
+    return body[: len(body) // 2] if disconnect == "truncate" else b""

@@ -8,6 +8,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .http import sent_body
+
 if TYPE_CHECKING:
     from .http import MockRequest, MockResponse
     from .secrets import Secrets
@@ -46,6 +48,7 @@ class Entry:
     scenario_id: str | None
     duration_ms: float
     session: str | None = None
+    broken: str | None = None  # a scenario's `break`: "close" (no body sent) or "truncate" (the part sent)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,7 +83,8 @@ class Journal:
 
     def record(self, request: MockRequest, result: MockResponse, response_headers: dict[str, str],
                duration_ms: float) -> str:
-        """Keep one exchange, its secrets masked first; returns the query as kept, for the access log."""
+        """Keep one exchange, its secrets masked first, and of a broken answer (a scenario's `break`) only what was
+        sent; returns the query as kept, for the access log."""
         secrets = self.secrets
         query = secrets.query_string(request.query_string, request.query())
         masked = secrets.request_headers(request.headers)
@@ -88,13 +92,15 @@ class Journal:
         media_type = result.media_type
         if media_type is None and foreign:  # a deployment's answer: its own Content-Type, however spelt
             media_type = next((v for k, v in response_headers.items() if k.lower() == "content-type"), None)
-        response_body = secrets.response_body(result.body, media_type, result.operation_id, result.status, foreign)
+        response_body = secrets.response_body(sent_body(result.disconnect, result.body), media_type,
+                                              result.operation_id, result.status, foreign)
         if foreign:  # a deployment may say what it was sent ("the key SIG-555… may not …"); the mock never does
             response_body = secrets.repeated(request, response_body)
         entry = Entry(0, time.time(), request.method, request.path, query, masked,
                       _kept(secrets.request_body(request, result.operation_id)), result.status,
                       secrets.response_headers(response_headers), _kept(response_body), result.source,
-                      result.operation_id, result.scenario_id, round(duration_ms, 3), result.session)
+                      result.operation_id, result.scenario_id, round(duration_ms, 3), result.session,
+                      result.disconnect)
         call = Call(result.operation_id, request.method, request.path, query, result.status,
                     tuple((h, masked[h]) for h in self._counted_headers if h in masked))
         self.store.record(entry, call, result.session)

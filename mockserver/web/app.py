@@ -19,7 +19,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ..core.errors import MockError
-from ..core.http import MockRequest, MockResponse
+from ..core.http import MockRequest, MockResponse, sent_body
 from ..core.pipeline import Options, Pipeline
 from ..core.state import open_store
 from .access import ACCESS
@@ -182,7 +182,7 @@ def _broken(kind: str, body: bytes, environ: dict[str, Any]) -> Iterator[bytes]:
     as it does while an app's body is still coming. Under werkzeug (`mockserver.testing`), which writes nothing
     before the first chunk, the socket is shut after what was sent: for `close`, nothing at all."""
     if kind == "truncate":
-        yield body[: len(body) // 2]
+        yield sent_body(kind, body)
     sock = environ.get("werkzeug.socket")
     if sock is None:
         if kind == "truncate":

@@ -5,7 +5,11 @@ listener keeps, so only a scenario's count or a write waits for a round trip), s
 scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow answer held one of a few
 threads, and the threads fought for the GIL: issue 15's p99). What may block for long runs in the worker's
 threads (`threads`): the control API and its pages (Flask, through WSGI; a change waits for every process to
-take it), and every answer behind `mockserver proxy` (it waits on the deployment)."""
+take it), and every answer behind `mockserver proxy` (it waits on the deployment).
+
+A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
+are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
+deadline answers it 408; beyond the cap a request is answered 503 `mock-busy` at once instead of waiting."""
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +20,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..core.http import MockResponse
-from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access
+from ..core.errors import MockError
+from ..core.http import MockRequest, MockResponse
+from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access, sent_body
 from .cors import is_preflight, preflight_headers
 
 T = TypeVar("T")
@@ -26,14 +31,17 @@ T = TypeVar("T")
 class MockRSGI:
     """An app made by `create_app`, served over RSGI (its WSGI side answers the control API)."""
 
-    def __init__(self, mock: MockWSGI, threads: int) -> None:
+    def __init__(self, mock: MockWSGI, threads: int, body_timeout: float, max_bodies: int) -> None:
         self.mock = mock
         # made in the worker, after the fork (serving._worker_app); its threads start on first use
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
+        self.body_timeout = body_timeout
+        self.max_bodies = max_bodies
+        self._bodies = 0  # bodies being read now
 
     @classmethod
-    def of(cls, app: Any, threads: int) -> MockRSGI:
-        return cls(app.extensions[MOCK_KEY], threads)
+    def of(cls, app: Any, threads: int, body_timeout: float, max_bodies: int) -> MockRSGI:
+        return cls(app.extensions[MOCK_KEY], threads, body_timeout, max_bodies)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._pool.shutdown(wait=False)
@@ -48,9 +56,26 @@ class MockRSGI:
         mock = self.mock
         if is_preflight(method, headers) and mock.answers_preflight(path, headers):
             proto.response_empty(204, list(preflight_headers(headers).items()))
-            log_access(method, path, self.mock.pipeline.secrets.query_string(query), 204, started, "cors")
+            log_access(method, path, mock.pipeline.secrets.query_string(query), 204, started, "cors")
             return
-        body = await _body(proto, mock.body_limit(), headers)
+        body = b""
+        if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
+            if self._bodies >= self.max_bodies:
+                self._refuse(proto, MockError(503, f"the mock is reading {self.max_bodies} request bodies already "
+                                                   f"(--backpressure); try again", code="mock-busy",
+                                              headers={"Retry-After": "1"}), method, path, query, headers, started)
+                return
+            self._bodies += 1
+            try:
+                async with asyncio.timeout(self.body_timeout):
+                    body = await _body(proto, mock.body_limit())
+            except TimeoutError:
+                self._refuse(proto, MockError(408, f"the request's body did not arrive within {self.body_timeout:g} s "
+                                                   f"(--body-timeout)", code="request-timeout"),
+                             method, path, query, headers, started)
+                return
+            finally:
+                self._bodies -= 1
         if mock.is_control(path):
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
             proto.response_bytes(status, out, chunks)
@@ -66,6 +91,17 @@ class MockRSGI:
             proto.response_bytes(result.status, out_headers, result.body)
 
     __call__ = __rsgi__
+
+    def _refuse(self, proto: Any, error: MockError, method: str, path: str, query: str, headers: dict[str, str],
+                started: float) -> None:
+        """A request answered before its body was read, in the envelope, journaled; the connection is closed
+        after the answer, so what is left of the body is never read."""
+        mock = self.mock
+        pipeline = mock.pipeline
+        request = MockRequest(method, _raw(path), query, headers, b"")
+        result = pipeline.error_response(error, pipeline.request_id(request), None)
+        out_headers = mock.finish(pipeline, request, result, started)
+        proto.response_bytes(result.status, [*out_headers, ("Connection", "close")], result.body)
 
 
 async def _now(call: Callable[..., T], *args: Any) -> T:
@@ -89,10 +125,9 @@ def _headers(raw: Any) -> dict[str, str]:
     return headers
 
 
-async def _body(proto: Any, limit: int, headers: dict[str, str]) -> bytes:
-    """Up to `limit` bytes of the body: the rest of a body too large is never held."""
-    if not headers.get("content-length") and not headers.get("transfer-encoding"):
-        return b""
+async def _body(proto: Any, limit: int) -> bytes:
+    """Up to `limit` bytes of the body, chunk by chunk as they arrive: the rest of a body too large is never
+    held."""
     received = bytearray()
     async for chunk in proto:
         received += chunk
@@ -104,10 +139,13 @@ async def _body(proto: Any, limit: int, headers: dict[str, str]) -> bytes:
 async def _broken(proto: Any, result: MockResponse, headers: list[tuple[str, str]]) -> None:
     """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
     of it; a body that ends short of its Content-Length makes Granian drop the connection (it may have written
-    the status line and headers already)."""
+    the status line and headers already). The empty chunk comes first because a stream already ended when
+    Granian takes the answer is sent as a complete, empty answer (`Content-Length: 0`, the connection kept):
+    without it `close` gave clients a whole empty 200 in more than half of the tries."""
     transport = proto.response_stream(result.status, headers)
+    await transport.send_bytes(b"")
     if result.disconnect == "truncate":
-        await transport.send_bytes(result.body[: len(result.body) // 2])
+        await transport.send_bytes(sent_body("truncate", result.body))
         await asyncio.sleep(TRUNCATE_FLUSH_S)  # Granian drops what it has not written yet when a body ends short
 
 

@@ -1,7 +1,13 @@
 """Production serving on Granian's RSGI interface (web/rsgi.py). Granian is a Rust HTTP server: connections,
-parsing and writes happen in Rust, and Python only sees a request once it has arrived whole, so a client that
-stalls half-way through its request holds nothing (under gunicorn nine of them blocked every thread), and a
-request costs Python less (twice gunicorn's throughput here, issue 15).
+parsing and writes happen in Rust, and Python sees a request once its head has arrived, so a client that stalls
+half-way through its head holds nothing (under gunicorn nine of them blocked every thread), and a request costs
+Python less (twice gunicorn's throughput here, issue 15). Its body the mock reads itself, against a deadline and
+with a cap on how many it reads at once (web/rsgi.py).
+
+Granian's own `backpressure` is a number of connections per worker, each held from accept to close, idle or
+not: at its default (1024 / workers) 1,030 slow uploads, or as many idle keep-alive connections, left every other
+client waiting in the kernel's accept queue. A connection costs a worker a file descriptor and nothing else, so
+each worker takes as many as it may open (`open_files`, the soft limit raised to the hard one at start).
 
 The description and fixtures are loaded once, before the workers start (the caller's `factory` closes over
 them); each worker process builds its own app with `factory` after the fork, so what must not cross a fork (a
@@ -14,6 +20,7 @@ import ipaddress
 import logging
 import logging.config
 import multiprocessing.util
+import resource
 import socket
 import sys
 from collections.abc import Callable
@@ -28,6 +35,7 @@ from .access import ACCESS
 from .rsgi import MockRSGI
 
 DRAIN_S = 10  # SIGTERM: requests in flight get this long to finish before their worker is killed
+FDS_KEPT = 256  # a worker's descriptors that are not connections: files, pipes, Redis, the listening socket
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -40,7 +48,8 @@ class Settings:
     workers: int
     threads: int  # Python threads per worker for what may block: the control API, a proxy's answers
     runtime_threads: int  # Rust threads per worker doing the network I/O
-    backpressure: int | None  # requests a worker lets into Python at once; None: Granian's (1024 / workers)
+    backpressure: int  # request bodies a worker reads at once; one more is answered 503 mock-busy
+    body_timeout: float  # seconds for a request's whole body; past it, 408
 
 
 def unusable_address(host: str, port: int) -> str | None:
@@ -74,16 +83,29 @@ def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> N
     server = Granian(
         "mockserver", address=settings.host, port=settings.port, interface=Interfaces.RSGI,
         workers=settings.workers, runtime_threads=settings.runtime_threads,
-        backpressure=settings.backpressure, websockets=False, workers_kill_timeout=DRAIN_S,
+        backpressure=max(open_files() - FDS_KEPT, 1), websockets=False, workers_kill_timeout=DRAIN_S,
         log_dictconfig=_logging_config(log_level), log_level=log_level)  # type: ignore[arg-type]
     gc.freeze()  # what was loaded lives as long as the process: out of every collection, shared by the workers
-    server.serve(target_loader=lambda _target: _worker_app(factory, settings.threads))
+    server.serve(target_loader=lambda _target: _worker_app(factory, settings))
 
 
-def _worker_app(factory: Callable[[], Flask], threads: int) -> MockRSGI:
+def open_files() -> int:
+    """The descriptors this process (and each worker it forks) may open: the soft limit raised to the hard one, as
+    a server that holds a connection per client needs."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # an unlimited hard limit the kernel caps lower: keep the soft one
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 1 << 16
+
+
+def _worker_app(factory: Callable[[], Flask], settings: Settings) -> MockRSGI:
     """In each worker, after the fork: its own app, and its access lines flushed when it stops (a worker process
     ends without running `atexit` handlers; multiprocessing's finalizers do run)."""
-    app = MockRSGI.of(factory(), threads)
+    app = MockRSGI.of(factory(), settings.threads, settings.body_timeout, settings.backpressure)
     multiprocessing.util.Finalize(ACCESS, ACCESS.flush, exitpriority=10)
     return app
 

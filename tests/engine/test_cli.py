@@ -60,6 +60,17 @@ def test_serve_refuses_a_bad_description_with_exit_2(write):
     assert "Swagger 2.0 is not supported" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("flag, value, says", [
+    ("--body-timeout", "0", "'0' is not a number of seconds above 0"),
+    ("--body-timeout", "soon", "'soon' is not a number of seconds above 0"),
+    ("--backpressure", "0", "'0' is not a whole number from 1"),
+])
+def test_serve_refuses_a_limit_that_cannot_work(flag, value, says):
+    """A body timeout of 0 would answer every body 408, a cap of 0 every body 503: refused before anything starts."""
+    result = run("serve", flag, value)
+    assert result.returncode == 2 and f"argument {flag}: {says}" in result.stderr
+
+
 def test_serve_answers_on_its_port_and_says_where():
     with serving() as (proc, port):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1",

@@ -49,3 +49,21 @@ def test_clear_and_reset_empty_it(kindgi):
     kindgi.post("/__mock/reset", json={})
     assert body(kindgi.get("/__mock/requests"))["requests"] == []
     assert Journal(MemoryStore(journal_size=3), pipeline_of(kindgi.application).secrets).entries() == []
+
+
+def test_a_broken_call_is_journaled_as_broken_with_only_what_was_sent(kindgi):
+    """A scenario's `break` cuts the answer: the entry says so, and claims no body (`close`) or the half that was
+    sent (`truncate`), never the whole body as if it had been sent."""
+    session = {**DEMO, "X-Mock-Session": "broken"}
+    kindgi.post("/__mock/reset?session=broken", json={})
+    whole = kindgi.get("/v1/test-sets", headers=session).data
+    assert body(kindgi.get("/__mock/requests?session=broken"))["requests"][0]["broken"] is None
+    for kind, sent in [("close", None), ("truncate", whole[: len(whole) // 2].decode("utf-8", "replace"))]:
+        kindgi.post("/__mock/reset?session=broken", json={})
+        assert kindgi.post("/__mock/scenarios?session=broken",
+                           json={"operationId": "listTestSets", "break": kind}).status_code == 201
+        kindgi.get("/v1/test-sets", headers=session)
+        entry, = body(kindgi.get("/__mock/requests?session=broken"))["requests"]
+        assert (entry["status"], entry["broken"], entry["responseBody"]) == (200, kind, sent)
+        assert entry["responseHeaders"]["Content-Length"] == str(len(whole))
+    kindgi.post("/__mock/reset?session=broken", json={})

@@ -163,7 +163,8 @@
     $$("#journal tr.selected").forEach((row) => row.classList.remove("selected"));
     $(`#journal tr[data-id="${id}"]`).classList.add("selected");
     $("h2", detail).textContent = `#${entry.id} ${entry.operationId || "no operation"} · ${entry.source}` +
-      (entry.scenarioId ? ` (scenario ${entry.scenarioId})` : "") + ` · ${entry.durationMs.toFixed(1)} ms`;
+      (entry.scenarioId ? ` (scenario ${entry.scenarioId})` : "") + ` · ${entry.durationMs.toFixed(1)} ms` +
+      (entry.broken ? ` · connection cut (${entry.broken})` : "");
     $(".request", detail).textContent = `${entry.method} ${entry.path}${entry.query ? `?${entry.query}` : ""}\n` +
       headerLines(entry.requestHeaders) + (entry.requestBody ? `\n\n${pretty(entry.requestBody, entry.requestHeaders)}` : "");
     $(".response", detail).textContent = `${entry.status}\n${headerLines(entry.responseHeaders)}` +

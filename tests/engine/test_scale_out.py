@@ -4,6 +4,8 @@ cursors. And the faults: Redis unreachable at start, lost while serving, a repli
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -198,3 +200,58 @@ def test_slow_answers_sharing_redis_hold_no_thread(fresh):
                                          time.monotonic() - began), range(8)))
     assert [status for status, _ in ended] == [404] * 8  # acme.slow: 1.5 s, then agent-not-found
     assert max(took for _, took in ended) < 3, f"eight slow answers of 1.5 s ended after {sorted(ended)}"
+
+
+def timed(port: int, path: str, method: str = "GET", payload: Any = None) -> tuple[int, Any, float, str | None]:
+    """A call's status, body, seconds taken and Retry-After header."""
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json", **DEMO})
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, body, retry = response.status, response.read(), response.headers.get("Retry-After")
+    except urllib.error.HTTPError as exc:
+        status, body, retry = exc.code, exc.read(), exc.headers.get("Retry-After")
+    return status, json.loads(body or b"null"), time.monotonic() - began, retry
+
+
+@contextmanager
+def frozen(server: RedisServer) -> Iterator[None]:
+    """Redis stopped (SIGSTOP): its port still takes connections, nothing is answered; SIGCONT at the end."""
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+
+
+def test_a_frozen_redis_holds_no_call_longer_than_the_timeout_and_all_recovers(own_redis):
+    """Redis frozen: a 404 that needs no state does not wait, not even on a worker that has served nothing yet or
+    beside a call that waits on Redis; a call that needs Redis (a scenario's count) and the health check answer
+    503 within the timeout (1 s); after SIGCONT everything answers as before, and no call is journaled twice."""
+    with serving("--state", own_redis.url(), "--workers", "2", "--log-level", "warning") as (_, port):
+        assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 401,
+                                                        "times": 1000})[0] == 201
+        with frozen(own_redis), ThreadPoolExecutor(6) as pool:
+            fresh = list(pool.map(lambda _: timed(port, "/nope"), range(6)))  # both workers, one never called
+            assert all(status == 404 for status, *_ in fresh) and max(took for *_, took, _ in fresh) < 0.5, fresh
+            waiting = [pool.submit(timed, port, TEST_SETS) for _ in range(2)]  # one per worker, most likely
+            time.sleep(0.1)
+            beside = timed(port, "/nope")
+            assert beside[0] == 404 and beside[2] < 1.2, beside  # at most the timeout: 10 s before
+            for status, answer, took, retry in (w.result() for w in waiting):
+                assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1"
+                assert took < 1.5
+            status, answer, took, retry = timed(port, TEST_SETS)
+            assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and took < 1.5
+            status, health, took, _ = timed(port, "/__mock/health")
+            assert status == 503 and health["state"]["available"] is False and took < 1.5, (health, took)
+            assert "Timeout" in health["state"]["reason"] and "Redis at" in health["state"]["reason"]
+            assert timed(port, "/nope")[2] < 0.5
+        assert until(lambda: all(call(port, TEST_SETS)[0] == 401 for _ in range(4)), 5)
+        assert until(lambda: call(port, "/__mock/health")[0] == 200, 5)
+        assert until(lambda: len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8, 5)
+        time.sleep(1)  # a batch sent again after a timeout is written once
+        assert len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from conftest import DEMO, ROOT, SAMPLE_PROJECT, RedisServer, free_port, serving
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, RedisServer, free_port, serving
+from mockserver.web.app import create_app
 
 pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
 
@@ -255,3 +256,27 @@ def test_a_frozen_redis_holds_no_call_longer_than_the_timeout_and_all_recovers(o
         assert until(lambda: len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8, 5)
         time.sleep(1)  # a batch sent again after a timeout is written once
         assert len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8
+
+
+def test_the_state_timeout_bounds_health_in_process_and_a_frozen_redis_at_start(own_redis):
+    """`state_timeout` (`--state-timeout`) is the wait: health on a frozen Redis answers 503 after it, not after
+    redis-py's own 5 s; `serve` on a frozen Redis exits 2 with one line within it; a timeout of 0 is refused."""
+    app = create_app(KINDGI_SPEC, KINDGI_FIXTURES, state=own_redis.url(), state_timeout=0.3)
+    client = app.test_client()
+    assert client.get("/__mock/health").status_code == 200
+    with frozen(own_redis):
+        began = time.monotonic()
+        answer = client.get("/__mock/health")
+        assert answer.status_code == 503 and time.monotonic() - began < 0.6
+        assert "Timeout" in answer.get_json()["state"]["reason"]
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port()), "--state",
+                               own_redis.url(), "--state-timeout", "0.5"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        took = time.monotonic() - began
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Timeout" in lines[0] and "Traceback" not in done.stderr
+    assert took < 5, f"serve on a frozen Redis gave up after {took:.1f} s"
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--state-timeout", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--state-timeout: '0' is not a number of seconds above 0" in done.stderr

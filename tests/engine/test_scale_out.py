@@ -203,18 +203,21 @@ def test_slow_answers_sharing_redis_hold_no_thread(fresh):
     assert max(took for _, took in ended) < 3, f"eight slow answers of 1.5 s ended after {sorted(ended)}"
 
 
-def timed(port: int, path: str, method: str = "GET", payload: Any = None) -> tuple[int, Any, float, str | None]:
-    """A call's status, body, seconds taken and Retry-After header."""
-    data = json.dumps(payload).encode() if payload is not None else None
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json", **DEMO})
+def timed(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None
+          ) -> tuple[int, Any, float, str | None]:
+    """A call's status, body (JSON, else the bytes), seconds taken and Retry-After header."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     headers={"Content-Type": "application/json", **DEMO, **(headers or {})})
     began = time.monotonic()
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             status, body, retry = response.status, response.read(), response.headers.get("Retry-After")
     except urllib.error.HTTPError as exc:
         status, body, retry = exc.code, exc.read(), exc.headers.get("Retry-After")
-    return status, json.loads(body or b"null"), time.monotonic() - began, retry
+    try:
+        return status, json.loads(body or b"null"), time.monotonic() - began, retry
+    except ValueError:
+        return status, body, time.monotonic() - began, retry
 
 
 @contextmanager
@@ -280,3 +283,26 @@ def test_the_state_timeout_bounds_health_in_process_and_a_frozen_redis_at_start(
     done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--state-timeout", "0"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--state-timeout: '0' is not a number of seconds above 0" in done.stderr
+
+
+FLAKY = "/v1/test-sets/acme.flaky/versions/1.0.0/cases"  # a fixtures' scenario: each firing counted in Redis
+
+
+def test_a_frozen_redis_before_the_first_call_holds_no_call_that_needs_no_state(own_redis):
+    """A worker that has served nothing when Redis freezes: its first calls that need no state (a 404, a CORS
+    preflight, the dashboard) answer at once, not after waiting for its listener; one that needs Redis is a 503
+    within the timeout; after SIGCONT, the same call is the scenario's answer again."""
+    with serving("--state", own_redis.url(), "--log-level", "warning") as (_, port):
+        with frozen(own_redis):
+            for _ in range(3):
+                status, _, took, _ = timed(port, "/nope")
+                assert status == 404 and took < 0.5, took  # 2 s before: the first call waited for the listener
+            preflight = timed(port, TEST_SETS, "OPTIONS", {"Origin": "http://app.example",
+                                                           "Access-Control-Request-Method": "GET"})
+            assert preflight[0] == 204 and preflight[2] < 0.5
+            page = timed(port, "/__mock/")
+            assert page[0] == 200 and page[2] < 0.5
+            status, answer, took, retry = timed(port, FLAKY)
+            assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1"
+            assert took < 1.5, took
+        assert until(lambda: timed(port, FLAKY)[1].get("error", {}).get("code") == "database-busy", 5)

@@ -254,7 +254,7 @@ def frozen_redis() -> dict[str, Any]:
     result = {"phase": "frozen Redis", "frozen_s": FREEZE_S, "calls": len(calls),
               "stateless_calls_while_frozen": sum(1 for c in stateless if frozen_at <= c[1] < continued_at),
               "worst_stateless_ms_while_frozen": round(worst * 1000, 1),
-              "first_state_unavailable_503_after_s": round(first_503, 2),
+              "first_state_unavailable_503_after_s": round(first_503, 2) if first_503 < FREEZE_S else None,
               "recovered_after_sigcont_s": round(max(last_away - continued_at, 0.0), 2),
               "unexpected": len(unexpected), "server_exit_code": exit_code}
     print(json.dumps(result, indent=2))

@@ -259,6 +259,9 @@ def test_a_frozen_redis_holds_no_call_longer_than_the_timeout_and_all_recovers(o
         assert until(lambda: len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8, 5)
         time.sleep(1)  # a batch sent again after a timeout is written once
         assert len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8
+        # both listeners subscribed again: a change through one worker holds on both from the next call
+        assert call(port, "/__mock/scenarios", "DELETE")[0] == 200
+        assert [call(port, TEST_SETS)[0] for _ in range(6)] == [200] * 6
 
 
 def test_the_state_timeout_bounds_health_in_process_and_a_frozen_redis_at_start(own_redis):

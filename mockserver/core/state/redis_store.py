@@ -298,12 +298,16 @@ class RedisStore(Store):
             args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
             for entry, call, session in batch:
                 args += [session or "", _entry_bytes(entry), _call_json(call)]
+            refused = False
             while True:
                 try:
                     self._append(args=args)
                     break
                 except redis.RedisError as exc:
                     self._lost(exc)
+                    if not refused and not isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                        log.error("Redis at %s refuses the journal: %s; trying again every 0.5 s", self._shown, exc)
+                    refused = True
                     if self._closed:  # lost, and said so by _flush_at_exit
                         break
                     time.sleep(0.5)
@@ -413,10 +417,12 @@ class RedisStore(Store):
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
         self._ensure_threads()
         with self._cond:
-            if len(self._queue) == QUEUE_LIMIT:  # the deque drops the oldest: said once, counted, said again
-                if not self._dropped:           # with the count when Redis takes the journal again
+            # full, the deque drops the oldest: said once here, counted, and said with the count when Redis takes
+            # the journal again (the writer)
+            if len(self._queue) == self._queue.maxlen:
+                if not self._dropped:
                     log.error("Redis at %s away too long: %d journal entries queued, the oldest are dropped "
-                              "until it answers", self._shown, QUEUE_LIMIT)
+                              "until it answers", self._shown, self._queue.maxlen)
                 self._dropped += 1
             self._queue.append((entry, call, session))
             self._cond.notify()

@@ -309,3 +309,16 @@ def test_a_frozen_redis_before_the_first_call_holds_no_call_that_needs_no_state(
             assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1"
             assert took < 1.5, took
         assert until(lambda: timed(port, FLAKY)[1].get("error", {}).get("code") == "database-busy", 5)
+
+
+def test_a_replica_stopped_while_redis_is_frozen_says_how_many_calls_it_could_not_journal(own_redis):
+    """The journal entries still queued when a replica stops are written if Redis answers within 5 s; a frozen
+    Redis does not, and the log says how many were lost instead of losing them without a word."""
+    with serving("--state", own_redis.url(), "--log-level", "warning") as (server, port):
+        with frozen(own_redis):
+            assert [timed(port, "/nope")[0] for _ in range(5)] == [404] * 5
+            server.terminate()
+            assert server.wait(timeout=30) == 0
+        assert server.stderr is not None
+        lost = [line for line in server.stderr.read().splitlines() if "journal entries not written" in line]
+    assert len(lost) == 1 and "did not answer before this process ended: 5 journal entries" in lost[0], lost

@@ -253,6 +253,9 @@ def test_a_frozen_redis_holds_no_call_longer_than_the_timeout_and_all_recovers(o
             status, health, took, _ = timed(port, "/__mock/health")
             assert status == 503 and health["state"]["available"] is False and took < 1.5, (health, took)
             assert "Timeout" in health["state"]["reason"] and "Redis at" in health["state"]["reason"]
+            time.sleep(1.0)  # every worker's listener has found Redis away by now: health asks it no more
+            healths = [timed(port, "/__mock/health") for _ in range(4)]
+            assert all(status == 503 and took < 0.5 for status, _, took, _ in healths), healths
             assert timed(port, "/nope")[2] < 0.5
         assert until(lambda: all(call(port, TEST_SETS)[0] == 401 for _ in range(4)), 5)
         assert until(lambda: call(port, "/__mock/health")[0] == 200, 5)

@@ -345,6 +345,8 @@ class RedisStore(Store):
         return shown if self._available else {**shown, "reason": self._reason}
 
     def probe(self) -> None:
+        if not self._available and self._pid == os.getpid():
+            return  # known away, and this process's listener tries again every half second: no wait for Redis
         try:
             self._redis.ping()
         except redis.RedisError as exc:  # the listener sees it, reconnects and says when Redis is back

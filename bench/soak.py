@@ -289,6 +289,87 @@ def _closed_by_server(socks: list[socket.socket], deadline: float) -> Counter:
     return +seen
 
 
+FLAKY_PATH = "/v1/test-sets/acme.flaky/versions/1.0.0/cases"  # a fixtures' scenario: every firing counted in Redis
+FREEZE_S = 6.0  # how long the frozen Redis phase keeps Redis stopped
+
+
+def frozen_redis() -> dict[str, Any]:
+    """Redis frozen (SIGSTOP) for FREEZE_S under calls, then continued (SIGCONT), with a mock of two workers
+    sharing it: calls that need no state (404s) keep answering; calls that need Redis (a fixtures' scenario,
+    counted there) answer 503 mock-state-unavailable within the timeout, then the scenario's own 503 again."""
+    with tempfile.TemporaryDirectory() as folder:
+        redis_port, port = free_port(), free_port()
+        redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                                  "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+        server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--spec",
+                                   str(ROOT / "spec/kindgi.yaml"), "--fixtures", str(ROOT / "fixtures"), "--port",
+                                   str(port), "--workers", "2", "--state",
+                                   f"redis://127.0.0.1:{redis_port}/0?prefix=frozen", "--log-level", "error"],
+                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stop = threading.Event()
+        calls: list[tuple[str, float, float, int, str]] = []  # path, began, seconds, status, error code
+
+        def poll(path: str) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            while not stop.is_set():
+                began = time.monotonic()
+                connection.request("GET", path, headers=DEMO)
+                response = connection.getresponse()
+                body = response.read()
+                code = json.loads(body).get("error", {}).get("code", "") if body.startswith(b"{") else ""
+                calls.append((path, began, time.monotonic() - began, response.status, code))
+                time.sleep(0.01)
+            connection.close()
+
+        try:
+            for _ in range(300):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            pollers = [threading.Thread(target=poll, args=(path,)) for path in ["/nope"] * 4 + [FLAKY_PATH] * 2]
+            for t in pollers:
+                t.start()
+            time.sleep(1.0)
+            frozen_at = time.monotonic()
+            redis.send_signal(signal.SIGSTOP)
+            time.sleep(FREEZE_S)
+            continued_at = time.monotonic()
+            redis.send_signal(signal.SIGCONT)
+            time.sleep(5.0)
+            stop.set()
+            for t in pollers:
+                t.join()
+        finally:
+            server.send_signal(signal.SIGTERM)
+            exit_code = server.wait(timeout=30)
+            redis.send_signal(signal.SIGCONT)
+            redis.terminate()
+            redis.wait(timeout=10)
+    stateless = [c for c in calls if c[0] == "/nope"]
+    stateful = [c for c in calls if c[0] == FLAKY_PATH]
+    worst = max((took for _, began, took, _, _ in stateless if began + took >= frozen_at and began < continued_at),
+                default=0.0)
+    first_503 = min((began + took for _, began, took, _, code in stateful
+                     if code == "mock-state-unavailable" and began >= frozen_at), default=float("inf")) - frozen_at
+    last_away = max((began + took for _, began, took, _, code in stateful if code == "mock-state-unavailable"),
+                    default=continued_at)
+    unexpected = ([c for c in stateless if c[3] != 404]
+                  + [c for c in stateful if c[3] != 503 or c[4] not in ("database-busy", "mock-state-unavailable")])
+    result = {"phase": "frozen Redis", "frozen_s": FREEZE_S, "calls": len(calls),
+              "stateless_calls_while_frozen": sum(1 for c in stateless if frozen_at <= c[1] < continued_at),
+              "worst_stateless_ms_while_frozen": round(worst * 1000, 1),
+              "first_state_unavailable_503_after_s": round(first_503, 2) if first_503 < FREEZE_S else None,
+              "recovered_after_sigcont_s": round(max(last_away - continued_at, 0.0), 2),
+              "unexpected": len(unexpected), "server_exit_code": exit_code}
+    print(json.dumps(result, indent=2))
+    # a stateless call may wait beside one that waits on Redis (the timeout, 1 s), never longer
+    result["ok"] = (worst < 1.5 and first_503 < 2.0 and last_away - continued_at < 5.0 and not unexpected
+                    and exit_code == 0)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=20_000)
@@ -296,29 +377,34 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--max-seconds", type=float, default=180)
-    parser.add_argument("--phase", choices=["all", "load", "slow-uploads"], default="all",
-                        help="run one phase alone: the load rounds (memory, then Redis) or the slow uploads")
+    parser.add_argument("--phase", choices=["all", "load", "slow-uploads", "frozen-redis"], default="all",
+                        help="run one phase alone: the load rounds (memory, then Redis), the slow uploads or the "
+                             "frozen Redis")
     args = parser.parse_args()
-    if args.phase == "slow-uploads":
-        ok = slow_uploads(args)
-        print("soak:", "PASS" if ok else "FAIL")
-        return 0 if ok else 1
-    ok = soak(args, MULTI_WORKER_ARGS)
-    if shutil.which("redis-server") is None:
-        print("soak: the Redis round is skipped: redis-server is not installed (make test installs it)")
-    else:
-        with tempfile.TemporaryDirectory() as folder:
-            redis_port = free_port()
-            redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
-            try:
-                time.sleep(0.5)
-                ok = soak(args, ["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak"]) and ok
-            finally:
-                redis.terminate()
-                redis.wait(timeout=10)
-    if args.phase == "all":
+    redis_missing = shutil.which("redis-server") is None
+    ok = True
+    if args.phase in ("all", "load"):
+        ok = soak(args, MULTI_WORKER_ARGS)
+        if redis_missing:
+            print("soak: the Redis round is skipped: redis-server is not installed (make test installs it)")
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                redis_port = free_port()
+                redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save",
+                                          "", "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+                try:
+                    time.sleep(0.5)
+                    ok = soak(args, ["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak"]) and ok
+                finally:
+                    redis.terminate()
+                    redis.wait(timeout=10)
+    if args.phase in ("all", "slow-uploads"):
         ok = slow_uploads(args) and ok
+    if args.phase in ("all", "frozen-redis"):
+        if redis_missing:
+            print("soak: the frozen Redis phase is skipped: redis-server is not installed (make test installs it)")
+        else:
+            ok = frozen_redis()["ok"] and ok
     print("soak:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

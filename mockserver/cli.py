@@ -14,7 +14,7 @@ from .cache import default_cache
 from .core.documents import use_parse_cache
 from .core.errors import LoadError
 from .core.pipeline import Options, Pipeline
-from .core.state import SESSION_TTL, StateError
+from .core.state import SESSION_TTL, STATE_TIMEOUT, StateError
 from .core.stateful import ITEMS_LIMIT
 
 if TYPE_CHECKING:
@@ -405,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="where scenarios, the journal, coverage and sessions live: 'memory' (this process, the "
                             "default) or redis://host:6379/0 shared by every worker and replica (env "
                             "MOCKSERVER_STATE)")
+    serve.add_argument("--state-timeout", type=_seconds, default=STATE_TIMEOUT, metavar="SECONDS",
+                       help="the longest a call waits for a shared --state (connecting, or for an answer); then the "
+                            "call answers 503 mock-state-unavailable (default %(default)g)")
     serve.add_argument("--session-ttl", type=float, default=SESSION_TTL, metavar="SECONDS",
                        help="forget a session idle this long (default %(default).0f)")
     serve.add_argument("--max-items", type=int, default=ITEMS_LIMIT, metavar="N",
@@ -591,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(seed=args.seed, strict_auth=args.strict_auth, validate_responses=not args.no_response_validation,
                       cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
                       state=args.state, session_ttl=args.session_ttl, max_items=args.max_items,
-                      stateful=args.stateful, dynamic=args.dynamic, allow_outside=tuple(args.allow_outside))
+                      stateful=args.stateful, dynamic=args.dynamic, allow_outside=tuple(args.allow_outside),
+                      state_timeout=args.state_timeout)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

@@ -190,6 +190,11 @@ class RedisServer:
             assert self._proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process, to stop (SIGSTOP) and continue (SIGCONT) as a frozen Redis."""
+        return self._proc.pid if self._proc is not None else None
+
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()

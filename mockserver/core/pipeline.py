@@ -35,7 +35,7 @@ from .rules import Context
 from .scenarios import Effect, Scenarios
 from .secrets import Secrets
 from .spec import Operation, SpecIndex, range_status
-from .state import SESSION_TTL, Store, open_store, session_of
+from .state import SESSION_TTL, STATE_TIMEOUT, Store, open_store, session_of
 from .stateful import ITEMS_LIMIT
 from .xml_body import XmlWriter, is_xml
 
@@ -56,6 +56,7 @@ class Options:
     accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
+    state_timeout: float = STATE_TIMEOUT  # seconds a call to a shared store may wait; then 503, never longer
     max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
     stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
     dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`

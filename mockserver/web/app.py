@@ -199,7 +199,8 @@ def load_pipeline(spec: str | Path, fixtures: str | Path | None = None, options:
     """The description and fixtures, loaded and checked, on the store `options.state` names; raises LoadError (with
     every problem), or StateError when the store cannot be used."""
     settings = options or Options()
-    store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl)
+    store = open_store(settings.state, journal_size=settings.journal_size, session_ttl=settings.session_ttl,
+                       timeout=settings.state_timeout)
     return Pipeline.load(Path(spec), Path(fixtures) if fixtures else None, settings, store)
 
 
@@ -216,7 +217,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
                state: str | None = _DEFAULTS.state, session_ttl: float = _DEFAULTS.session_ttl,
                max_items: int = _DEFAULTS.max_items, stateful: bool = _DEFAULTS.stateful,
                dynamic: bool = _DEFAULTS.dynamic, control_origins: tuple[str, ...] = (),
-               allow_outside: Iterable[str | Path] = _DEFAULTS.allow_outside) -> Flask:
+               allow_outside: Iterable[str | Path] = _DEFAULTS.allow_outside,
+               state_timeout: float = _DEFAULTS.state_timeout) -> Flask:
     """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `control_origins`
@@ -233,7 +235,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
             seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
             journal_size=journal_size, max_body=max_body, max_url=max_url, max_header=max_header,
             accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl, max_items=max_items,
-            stateful=stateful, dynamic=dynamic, allow_outside=tuple(Path(folder) for folder in allow_outside)))
+            stateful=stateful, dynamic=dynamic, allow_outside=tuple(Path(folder) for folder in allow_outside),
+            state_timeout=state_timeout))
     settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
 
     def build() -> Pipeline:

@@ -4,6 +4,8 @@ cursors. And the faults: Redis unreachable at start, lost while serving, a repli
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,12 +13,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
 
-from conftest import DEMO, ROOT, SAMPLE_PROJECT, RedisServer, free_port, serving
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, RedisServer, free_port, serving
+from mockserver.web.app import create_app
 
 pytestmark = pytest.mark.slow  # servers in other processes, or whole contract runs: `-m 'not slow'` skips them
 
@@ -198,3 +201,127 @@ def test_slow_answers_sharing_redis_hold_no_thread(fresh):
                                          time.monotonic() - began), range(8)))
     assert [status for status, _ in ended] == [404] * 8  # acme.slow: 1.5 s, then agent-not-found
     assert max(took for _, took in ended) < 3, f"eight slow answers of 1.5 s ended after {sorted(ended)}"
+
+
+def timed(port: int, path: str, method: str = "GET", headers: dict[str, str] | None = None
+          ) -> tuple[int, Any, float, str | None]:
+    """A call's status, body (JSON, else the bytes), seconds taken and Retry-After header."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     headers={"Content-Type": "application/json", **DEMO, **(headers or {})})
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, body, retry = response.status, response.read(), response.headers.get("Retry-After")
+    except urllib.error.HTTPError as exc:
+        status, body, retry = exc.code, exc.read(), exc.headers.get("Retry-After")
+    try:
+        return status, json.loads(body or b"null"), time.monotonic() - began, retry
+    except ValueError:
+        return status, body, time.monotonic() - began, retry
+
+
+@contextmanager
+def frozen(server: RedisServer) -> Iterator[None]:
+    """Redis stopped (SIGSTOP): its port still takes connections, nothing is answered; SIGCONT at the end."""
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+
+
+def test_a_frozen_redis_holds_no_call_longer_than_the_timeout_and_all_recovers(own_redis):
+    """Redis frozen: a 404 that needs no state does not wait, not even on a worker that has served nothing yet or
+    beside a call that waits on Redis; a call that needs Redis (a scenario's count) and the health check answer
+    503 within the timeout (1 s); after SIGCONT everything answers as before, and no call is journaled twice."""
+    with serving("--state", own_redis.url(), "--workers", "2", "--log-level", "warning") as (_, port):
+        assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 401,
+                                                        "times": 1000})[0] == 201
+        with frozen(own_redis), ThreadPoolExecutor(6) as pool:
+            fresh = list(pool.map(lambda _: timed(port, "/nope"), range(6)))  # both workers, one never called
+            assert all(status == 404 for status, *_ in fresh) and max(took for *_, took, _ in fresh) < 0.5, fresh
+            waiting = [pool.submit(timed, port, TEST_SETS) for _ in range(2)]  # one per worker, most likely
+            time.sleep(0.1)
+            beside = timed(port, "/nope")
+            assert beside[0] == 404 and beside[2] < 1.2, beside  # at most the timeout: 10 s before
+            for status, answer, took, retry in (w.result() for w in waiting):
+                assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1"
+                assert took < 1.5
+            status, answer, took, retry = timed(port, TEST_SETS)
+            assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and took < 1.5
+            status, health, took, _ = timed(port, "/__mock/health")
+            assert status == 503 and health["state"]["available"] is False and took < 1.5, (health, took)
+            assert "Timeout" in health["state"]["reason"] and "Redis at" in health["state"]["reason"]
+            time.sleep(1.0)  # every worker's listener has found Redis away by now: health asks it no more
+            healths = [timed(port, "/__mock/health") for _ in range(4)]
+            assert all(status == 503 and took < 0.5 for status, _, took, _ in healths), healths
+            assert timed(port, "/nope")[2] < 0.5
+        assert until(lambda: all(call(port, TEST_SETS)[0] == 401 for _ in range(4)), 5)
+        assert until(lambda: call(port, "/__mock/health")[0] == 200, 5)
+        assert until(lambda: len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8, 5)
+        time.sleep(1)  # a batch sent again after a timeout is written once
+        assert len(call(port, "/__mock/requests?path=/nope")[1]["requests"]) == 8
+        # both listeners subscribed again: a change through one worker holds on both from the next call
+        assert call(port, "/__mock/scenarios", "DELETE")[0] == 200
+        assert [call(port, TEST_SETS)[0] for _ in range(6)] == [200] * 6
+
+
+def test_the_state_timeout_bounds_health_in_process_and_a_frozen_redis_at_start(own_redis):
+    """`state_timeout` (`--state-timeout`) is the wait: health on a frozen Redis answers 503 after it, not after
+    redis-py's own 5 s; `serve` on a frozen Redis exits 2 with one line within it; a timeout of 0 is refused."""
+    app = create_app(KINDGI_SPEC, KINDGI_FIXTURES, state=own_redis.url(), state_timeout=0.3)
+    client = app.test_client()
+    assert client.get("/__mock/health").status_code == 200
+    with frozen(own_redis):
+        began = time.monotonic()
+        answer = client.get("/__mock/health")
+        assert answer.status_code == 503 and time.monotonic() - began < 0.6
+        assert "Timeout" in answer.get_json()["state"]["reason"]
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port()), "--state",
+                               own_redis.url(), "--state-timeout", "0.5"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        took = time.monotonic() - began
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Timeout" in lines[0] and "Traceback" not in done.stderr
+    assert took < 5, f"serve on a frozen Redis gave up after {took:.1f} s"
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--state-timeout", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--state-timeout: '0' is not a number of seconds above 0" in done.stderr
+
+
+FLAKY = "/v1/test-sets/acme.flaky/versions/1.0.0/cases"  # a fixtures' scenario: each firing counted in Redis
+
+
+def test_a_frozen_redis_before_the_first_call_holds_no_call_that_needs_no_state(own_redis):
+    """A worker that has served nothing when Redis freezes: its first calls that need no state (a 404, a CORS
+    preflight, the dashboard) answer at once, not after waiting for its listener; one that needs Redis is a 503
+    within the timeout; after SIGCONT, the same call is the scenario's answer again."""
+    with serving("--state", own_redis.url(), "--log-level", "warning") as (_, port):
+        with frozen(own_redis):
+            for _ in range(3):
+                status, _, took, _ = timed(port, "/nope")
+                assert status == 404 and took < 0.5, took  # 2 s before: the first call waited for the listener
+            preflight = timed(port, TEST_SETS, "OPTIONS", {"Origin": "http://app.example",
+                                                           "Access-Control-Request-Method": "GET"})
+            assert preflight[0] == 204 and preflight[2] < 0.5
+            page = timed(port, "/__mock/")
+            assert page[0] == 200 and page[2] < 0.5
+            status, answer, took, retry = timed(port, FLAKY)
+            assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1"
+            assert took < 1.5, took
+        assert until(lambda: timed(port, FLAKY)[1].get("error", {}).get("code") == "database-busy", 5)
+
+
+def test_a_replica_stopped_while_redis_is_frozen_says_how_many_calls_it_could_not_journal(own_redis):
+    """The journal entries still queued when a replica stops are written if Redis answers within 5 s; a frozen
+    Redis does not, and the log says how many were lost instead of losing them without a word."""
+    with serving("--state", own_redis.url(), "--log-level", "warning") as (server, port):
+        with frozen(own_redis):
+            assert [timed(port, "/nope")[0] for _ in range(5)] == [404] * 5
+            server.terminate()
+            assert server.wait(timeout=30) == 0
+        assert server.stderr is not None
+        lost = [line for line in server.stderr.read().splitlines() if "journal entries not written" in line]
+    assert len(lost) == 1 and "did not answer before this process ended: 5 journal entries" in lost[0], lost

@@ -3,6 +3,8 @@ objects on one Redis stand for two processes (each has its own listener and writ
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +15,7 @@ import redis
 
 from conftest import free_port
 from mockserver.core.journal import Call, Entry
-from mockserver.core.state import Book, Record, StateError, Store, open_store, unit
+from mockserver.core.state import Book, Record, StateError, Store, open_store, redis_store, unit
 from mockserver.core.state.memory import MemoryStore
 
 
@@ -157,3 +159,32 @@ def test_an_unreachable_or_unknown_store_is_one_clear_line():
 def test_a_book_round_trips_through_json():
     book = Book(3, (Record("u", "i", {"operationId": "op", "status": 503}, None),), frozenset({"f"}))
     assert Book.from_json(book.as_json()) == book and Book.from_json(None) == Book()
+
+
+@pytest.mark.slow
+def test_a_frozen_redis_never_holds_a_journal_write_and_what_it_drops_is_said_once(own_redis, monkeypatch, caplog):
+    """While Redis does not answer, calls are queued without waiting; past the queue's bound the oldest go, which
+    the log says once when it starts and once, with the count, when Redis takes the journal again."""
+    monkeypatch.setattr(redis_store, "QUEUE_LIMIT", 5)
+    store = open_store(own_redis.url(), journal_size=50)
+    try:
+        store.check()  # its listener and writer run
+        os.kill(own_redis.pid, signal.SIGSTOP)
+        try:
+            slowest = 0.0
+            for n in range(12):
+                began = time.monotonic()
+                store.record(*entry(f"/{n}"))
+                slowest = max(slowest, time.monotonic() - began)
+                time.sleep(0.02)
+            assert slowest < 0.05
+        finally:
+            os.kill(own_redis.pid, signal.SIGCONT)
+        store.sync()
+        kept = [e.path for e in store.entries(None)]
+        dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+        assert len(dropped) == 2 and "oldest are dropped" in dropped[0], dropped
+        count = int(dropped[1].split(": ")[1].split()[0])
+        assert kept[-5:] == [f"/{n}" for n in range(7, 12)] and len(kept) + count == 12, (kept, dropped)
+    finally:
+        store.close()

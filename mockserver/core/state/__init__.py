@@ -23,6 +23,7 @@ SESSION_COOKIE = "mock_session"
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SESSION_TTL = 3600.0  # seconds a session may stay idle (no call, no control request) before it is forgotten
 COUNTED_KINDS = 20_000  # distinct calls counted for coverage per scope; beyond, only a number
+STATE_TIMEOUT = 1.0  # seconds a call to a shared store may wait for an answer (--state-timeout)
 
 
 class StateError(Exception):
@@ -256,9 +257,10 @@ class Store(ABC):
         """Write what is still on its way; the store may not be used afterwards."""
 
 
-def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL) -> Store:
-    """`None` or `memory`: this process alone; `redis://…` (or `rediss://`, `unix://`): shared. Raises StateError
-    with one line naming the URL and what failed."""
+def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL,
+               timeout: float = STATE_TIMEOUT) -> Store:
+    """`None` or `memory`: this process alone; `redis://…` (or `rediss://`, `unix://`): shared, each call to it
+    waiting at most `timeout` seconds. Raises StateError with one line naming the URL and what failed."""
     if url in (None, "", "memory"):
         from .memory import MemoryStore
 
@@ -267,5 +269,5 @@ def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float 
     if url.split("://", 1)[0] in ("redis", "rediss", "unix"):
         from .redis_store import RedisStore
 
-        return RedisStore(url, journal_size=journal_size, session_ttl=session_ttl)
+        return RedisStore(url, journal_size=journal_size, session_ttl=session_ttl, timeout=timeout)
     raise StateError(f"--state {url!r}: expected 'memory' or a Redis URL such as redis://127.0.0.1:6379/0")

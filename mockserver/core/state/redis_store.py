@@ -8,8 +8,11 @@ What each piece costs on the request path, and why:
   exactly N times across every process.
 - journal entries and coverage counts are queued and written by a background thread in batches (a stream
   with a length cap per scope, a hash of counts); a reader first asks every process to write what it queued.
-- while Redis cannot be reached, `check()` fails (the API and the control API answer 503
-  `mock-state-unavailable`), queued entries wait, and the listener reconnects by itself.
+- every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
+  answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
+  noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API
+  answer 503 `mock-state-unavailable`, no wait), queued entries wait (bounded), and the listener reconnects,
+  subscribes and reads the scenarios again by itself.
 
 Keys live under one prefix (`mockserver:` by default; `?prefix=NAME` in the URL for another), so several mocks
 can share one Redis. A single Redis, not Redis Cluster: the scripts touch keys they compute."""
@@ -24,17 +27,18 @@ import secrets
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..errors import MockError
 from ..journal import Call, Entry
-from . import COUNTED_KINDS, Book, BookChange, Rows, RowsChange, StateError, Store, unavailable
+from . import COUNTED_KINDS, STATE_TIMEOUT, Book, BookChange, Rows, RowsChange, StateError, Store, unavailable
 
 log = logging.getLogger("mockserver.state")
 T = TypeVar("T")
@@ -43,6 +47,8 @@ QUEUE_LIMIT = 50_000  # entries kept while Redis is away; past it the oldest are
 BATCH = 500  # entries written in one script call
 SWEEP_EVERY_S = 30.0
 RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second
+PING_EVERY_S = 0.5  # how often the listener asks Redis whether it answers: a frozen Redis sends nothing to notice
+BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent again after a timeout counts once
 
 # the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
 _HIT = """
@@ -53,9 +59,12 @@ if times > 0 and hits >= times then return -1 end
 return redis.call('HINCRBY', KEYS[1], field, 1)
 """
 
-# a batch of calls: each gets the next id, goes into the journal (and its session's) and is counted for coverage
+# a batch of calls: each gets the next id, goes into the journal (and its session's) and is counted for coverage;
+# a batch whose token was written already is not written again (sent again after a timeout it may have reached a
+# Redis that was only frozen)
 _APPEND = """
-local p, maxlen, cap, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local p, maxlen, cap, now, token, kept = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+if not redis.call('SET', p .. 'batch|' .. token, 1, 'NX', 'EX', kept) then return 0 end
 local function count(key, scope, field)
   if redis.call('HEXISTS', key, field) == 1 or redis.call('HLEN', key) < cap then
     redis.call('HINCRBY', key, field, 1)
@@ -63,7 +72,7 @@ local function count(key, scope, field)
     redis.call('HINCRBY', p .. 'uncounted', scope, 1)
   end
 end
-for i = 5, #ARGV, 3 do
+for i = 7, #ARGV, 3 do
   local session, entry, call = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local id = redis.call('INCR', p .. 'seq') .. '-0'
   redis.call('XADD', p .. 'journal', 'MAXLEN', maxlen, id, 'e', entry)
@@ -131,14 +140,18 @@ class RedisStore(Store):
     kind = "redis"
     shared = True
 
-    def __init__(self, url: str, *, journal_size: int = 1000, session_ttl: float = 3600.0) -> None:
+    def __init__(self, url: str, *, journal_size: int = 1000, session_ttl: float = 3600.0,
+                 timeout: float = STATE_TIMEOUT) -> None:
         clean, self._prefix, self._shown = _split_url(url)
-        self._size, self._ttl = journal_size, session_ttl
+        self._size, self._ttl, self._timeout = journal_size, session_ttl, timeout
         try:
-            # one quick retry, not redis-py's default backoff: a request waits for Redis only as long as it must
+            # a call waits at most `timeout`, to connect or for an answer: one retry at once, only where the
+            # connection was refused or dropped (a pooled connection to a restarted Redis), never after a timeout,
+            # which would double the wait (redis-py's default retries three times, with backoff, timeouts too)
             # Any: redis-py types every reply as the union of its sync and async forms, which no call here narrows
-            self._redis: Any = redis.Redis.from_url(clean, socket_timeout=5, socket_connect_timeout=2,
-                                               retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1))
+            self._redis: Any = redis.Redis.from_url(
+                clean, socket_timeout=timeout, socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
             self._redis.ping()
             self._hit = self._redis.register_script(_HIT)
             self._append = self._redis.register_script(_APPEND)
@@ -160,7 +173,17 @@ class RedisStore(Store):
         try:
             return action()
         except redis.RedisError as exc:
-            raise unavailable(f"Redis at {self._shown}: {exc or type(exc).__name__}") from None
+            raise unavailable(self._lost(exc)) from None
+
+    def _lost(self, exc: redis.RedisError) -> str:
+        """Why Redis cannot be used, said once in the log. A Redis that refused or did not answer in time is away
+        for every request from now on (503 at once, no wait for it) until the listener is subscribed again."""
+        reason = f"Redis at {self._shown}: {exc or type(exc).__name__}"
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+            if self._available:
+                log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+            self._available, self._reason = False, reason
+        return reason
 
     # -- one listener and one writer per process --------------------------------------------------------
     def _ensure_threads(self) -> None:
@@ -170,20 +193,26 @@ class RedisStore(Store):
             if self._pid == os.getpid():
                 return
             self._cond = threading.Condition()
-            self._queue: list[tuple[Entry, Call, str | None]] = []
+            # the oldest entries go first when Redis is away long enough to fill it
+            self._queue: deque[tuple[Entry, Call, str | None]] = deque(maxlen=QUEUE_LIMIT)
             self._in_flight = 0
             self._dropped = 0
-            self._ready = threading.Event()
+            self._ready = threading.Event()  # set once the listener subscribed, or found Redis away
             self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
             self._listener.start()
             threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
             # what is still queued is written at exit: atexit for a plain process, multiprocessing's finalizers for a
             # server's worker process (which ends without running atexit handlers)
-            atexit.register(self._flush_local, 5.0)
-            multiprocessing.util.Finalize(self, self._flush_local, args=(5.0,), exitpriority=20)
-            # the first request of a new worker waits until it listens: from then on it misses no change
-            self._ready.wait(ACK_WAIT_S)
+            atexit.register(self._flush_at_exit)
+            multiprocessing.util.Finalize(self, self._flush_at_exit, exitpriority=20)
             self._pid = os.getpid()  # last: a thread that sees it finds everything above in place
+
+    def _wait_listening(self) -> None:
+        """A new worker's first calls that use the scenarios wait (at most the timeout) until its listener is
+        subscribed, so it misses no change; unsubscribed by then, Redis is away. A call that needs no state (a
+        404, the journal entry of any call) never waits here."""
+        if not self._ready.is_set() and not self._ready.wait(self._timeout):
+            raise unavailable(f"Redis at {self._shown} did not answer within {self._timeout:g} s")
 
     def _listen(self) -> None:
         """Take every change another process announces; on a (re)connection, read the whole book again."""
@@ -192,9 +221,10 @@ class RedisStore(Store):
             pubsub = self._redis.pubsub()
             try:
                 pubsub.subscribe(self._k("events"))
-                next_sweep = time.monotonic()
+                next_sweep = next_ping = time.monotonic()
                 while not self._closed:
-                    message = pubsub.get_message(timeout=0.25)  # wakes often: a lost Redis is noticed at once
+                    # wakes often: a Redis that refuses is noticed at once, a frozen one at the next ping
+                    message = pubsub.get_message(timeout=min(0.25, self._timeout))
                     if message and message["type"] == "subscribe":  # first, and after redis-py reconnected
                         self._book = self._read_book()
                         if not self._available:
@@ -203,8 +233,11 @@ class RedisStore(Store):
                         self._ready.set()
                     elif message and message["type"] == "message":
                         self._on_event(message["data"].decode())
-                    if not self._available:  # the writer lost Redis: reconnect, and read the book again
+                    if not self._available:  # a request or the writer lost Redis: reconnect, read the book again
                         raise redis.ConnectionError(self._reason)
+                    if time.monotonic() >= next_ping:  # a frozen Redis sends nothing: ask it (at most the timeout)
+                        self._redis.ping()
+                        next_ping = time.monotonic() + PING_EVERY_S
                     if time.monotonic() >= next_sweep:
                         self._sweep()
                         next_sweep = time.monotonic() + min(SWEEP_EVERY_S, self._ttl / 2)
@@ -212,6 +245,7 @@ class RedisStore(Store):
                 if self._available:
                     log.error("the shared state at %s is unavailable: %s", self._shown, exc)
                 self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+                self._ready.set()  # a new worker's first calls wait no longer: they answer 503 at once
                 time.sleep(backoff)
                 backoff = min(backoff * 2, RECONNECT_MAX_S)
             finally:
@@ -241,52 +275,63 @@ class RedisStore(Store):
         if threading.current_thread() is getattr(self, "_listener", None):
             return  # the listener itself (a session sweep) cannot wait for its own answer
         key, deadline = self._k("ack|" + token), time.monotonic() + ACK_WAIT_S
-        for _ in range(receivers):
+        while receivers:
             left = deadline - time.monotonic()
-            if left <= 0 or self._redis.blpop([key], timeout=left) is None:
+            if left <= 0:
                 log.warning("a process sharing %s did not answer within %.0f s", self._shown, ACK_WAIT_S)
                 break
+            # each wait shorter than the timeout: Redis answers a BLPOP only when it ends
+            if self._redis.blpop([key], timeout=max(0.01, min(left, self._timeout / 2))) is not None:
+                receivers -= 1
         self._redis.delete(key)
 
     def _write(self) -> None:
-        """Write queued entries in batches; while Redis is away, keep them (up to QUEUE_LIMIT) and try again."""
+        """Write queued entries in batches; while Redis is away, send the batch again (the same batch: written
+        once however often it is sent) every half second, while requests keep queueing (up to QUEUE_LIMIT)."""
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._queue or self._closed)
                 if not self._queue:
                     return
-                batch, self._queue = self._queue[:BATCH], self._queue[BATCH:]
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
                 self._in_flight = len(batch)
-            args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time()]
+            args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
             for entry, call, session in batch:
                 args += [session or "", _entry_bytes(entry), _call_json(call)]
-            try:
-                self._append(args=args)
-                failed = False
-            except redis.RedisError as exc:
-                failed = True
-                self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+            refused = False
+            while True:
+                try:
+                    self._append(args=args)
+                    break
+                except redis.RedisError as exc:
+                    self._lost(exc)
+                    if not refused and not isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                        log.error("Redis at %s refuses the journal: %s; trying again every 0.5 s", self._shown, exc)
+                    refused = True
+                    if self._closed:  # lost, and said so by _flush_at_exit
+                        break
+                    time.sleep(0.5)
             with self._cond:
-                if failed:
-                    self._queue[:0] = batch
-                    self._trim()
+                if self._dropped:
+                    log.warning("Redis at %s takes the journal again: %d entries were dropped while it was away",
+                                self._shown, self._dropped)
+                    self._dropped = 0
                 self._in_flight = 0
                 self._cond.notify_all()
-            if failed:
-                time.sleep(0.5)
-
-    def _trim(self) -> None:
-        over = len(self._queue) - QUEUE_LIMIT
-        if over > 0:
-            del self._queue[:over]
-            self._dropped += over
-            log.error("Redis at %s away too long: %d journal entries dropped so far", self._shown, self._dropped)
 
     def _flush_local(self, timeout: float) -> None:
         if self._pid != os.getpid():
             return  # nothing queued in this process
         with self._cond:
             self._cond.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+
+    def _flush_at_exit(self) -> None:
+        """What is queued is written before the process ends, if Redis answers within 5 s; else it is lost, and
+        the log says how much."""
+        self._flush_local(5.0)
+        if self._pid == os.getpid() and (self._queue or self._in_flight):
+            log.error("Redis at %s did not answer before this process ended: %d journal entries not written",
+                      self._shown, len(self._queue) + self._in_flight)
 
     def _sweep(self) -> None:
         """Forget sessions idle longer than the TTL (any replica may do it; doing it twice is harmless)."""
@@ -300,6 +345,8 @@ class RedisStore(Store):
         return shown if self._available else {**shown, "reason": self._reason}
 
     def probe(self) -> None:
+        if not self._available and self._pid == os.getpid():
+            return  # known away, and this process's listener tries again every half second: no wait for Redis
         try:
             self._redis.ping()
         except redis.RedisError as exc:  # the listener sees it, reconnects and says when Redis is back
@@ -312,6 +359,7 @@ class RedisStore(Store):
 
     def check(self) -> None:
         self._ensure_threads()
+        self._wait_listening()
         if not self._available:
             raise unavailable(self._reason or f"Redis at {self._shown} cannot be reached")
 
@@ -324,6 +372,7 @@ class RedisStore(Store):
 
     def change_book(self, change: BookChange) -> Book:
         self._ensure_threads()
+        self._wait_listening()
         key, counters = self._k("book"), self._k("counters")
         changed: list[Book] = []
 
@@ -370,9 +419,14 @@ class RedisStore(Store):
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
         self._ensure_threads()
         with self._cond:
+            # full, the deque drops the oldest: said once here, counted, and said with the count when Redis takes
+            # the journal again (the writer)
+            if len(self._queue) == self._queue.maxlen:
+                if not self._dropped:
+                    log.error("Redis at %s away too long: %d journal entries queued, the oldest are dropped "
+                              "until it answers", self._shown, self._queue.maxlen)
+                self._dropped += 1
             self._queue.append((entry, call, session))
-            if len(self._queue) > QUEUE_LIMIT:
-                self._trim()
             self._cond.notify()
 
     def sync(self) -> None:
@@ -459,7 +513,7 @@ class RedisStore(Store):
         return self._secret
 
     def close(self) -> None:
-        self._flush_local(5.0)
+        self._flush_at_exit()
         self._closed = True
         if self._pid == os.getpid():
             with self._cond:

@@ -207,7 +207,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
                validate_responses: bool = _DEFAULTS.validate_responses,
                cursor_secret: str | None = _DEFAULTS.cursor_secret, journal_size: int = _DEFAULTS.journal_size,
                max_body: int = _DEFAULTS.max_body, max_url: int = _DEFAULTS.max_url,
-               max_header: int = _DEFAULTS.max_header, accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
+               max_header: int = _DEFAULTS.max_header, max_depth: int = _DEFAULTS.max_depth,
+               accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
                state: str | None = _DEFAULTS.state, session_ttl: float = _DEFAULTS.session_ttl,
                max_items: int = _DEFAULTS.max_items, stateful: bool = _DEFAULTS.stateful,
                dynamic: bool = _DEFAULTS.dynamic) -> Flask:
@@ -223,8 +224,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         loaded = load_pipeline(spec_path, fixtures_path, Options(
             seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
             journal_size=journal_size, max_body=max_body, max_url=max_url, max_header=max_header,
-            accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl, max_items=max_items,
-            stateful=stateful, dynamic=dynamic))
+            max_depth=max_depth, accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl,
+            max_items=max_items, stateful=stateful, dynamic=dynamic))
     settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
 
     def build() -> Pipeline:

@@ -16,6 +16,7 @@ from flask import Blueprint, Response, request
 
 from ..core.drift import DriftLog
 from ..core.errors import MockError
+from ..core.json_values import JsonRefused, parse_json
 from ..core.pipeline import Pipeline
 from ..core.scenarios import ScenarioError
 from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
@@ -69,8 +70,8 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.post("/scenarios")
     def add_scenarios() -> Response:
-        given = _json_body()
         pipeline = current()
+        given = _json_body(pipeline.options.max_depth)
         session = session_param(pipeline)
         try:
             shown = pipeline.scenarios.add(given if isinstance(given, list) else [given], session)
@@ -176,14 +177,14 @@ def session_param(pipeline: Pipeline) -> str | None:
     return session
 
 
-def _json_body() -> Any:
+def _json_body(max_depth: int) -> Any:
+    """The call's JSON, read by the API's own checked parser: nothing is taken that cannot be served back."""
     if not request.data:
         raise _bad("a JSON body is required", "", "required")
     try:
-        return json.loads(request.data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise _bad(f"malformed JSON{where}", "", "json") from None
+        return parse_json(request.data, max_depth)
+    except JsonRefused as exc:
+        raise _bad(exc.message, exc.pointer, exc.rule) from None
 
 
 def _bad(message: str, pointer: str, rule: str, location: str = "body") -> MockError:

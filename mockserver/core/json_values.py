@@ -92,7 +92,7 @@ def parse_json(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
     except (_Unservable, ValueError):  # ValueError: an integer longer than Python reads
         raise _locate(text) from None
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) and (found := find_unservable(value)) is not None:
-        raise JsonRefused(f"{found[0] or '/'}: {unservable_message(found[1])}", *found)
+        raise JsonRefused(unservable_message(*found), *found)
     return value
 
 
@@ -130,18 +130,11 @@ def find_unservable(value: Any) -> tuple[str, str] | None:
     return found[0].encode("utf-8", "backslashreplace").decode(), "unicode" if isinstance(found[1], str) else "number"
 
 
-def unservable_message(rule: str) -> str:
-    return ("a lone UTF-16 surrogate, which cannot be encoded as UTF-8" if rule == "unicode"
+def unservable_message(pointer: str, rule: str) -> str:
+    """What `find_unservable` found, said for a person."""
+    what = ("a lone UTF-16 surrogate, which UTF-8 cannot encode" if rule == "unicode"
             else "not a finite number (NaN or an infinity), which JSON cannot carry")
-
-
-def serialises(value: Any) -> bool:
-    """Whether `value` is JSON that can be sent: cheap (C) when it is."""
-    try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
-    except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
-        return False
-    return True
+    return f"{what} (at {pointer or '/'})"
 
 
 def _unservable(value: Any) -> bool:

@@ -167,7 +167,7 @@ class Scenarios:
         for error in iter_errors(_VALIDATOR, spec):
             raise ScenarioError(error.message, instance_pointer(error), str(error.validator))
         if (unservable := find_unservable(spec)) is not None:  # NaN passes `maximum`, and could not be listed
-            raise ScenarioError(f"{unservable[0]}: {unservable_message(unservable[1])}", *unservable)
+            raise ScenarioError(unservable_message(*unservable), *unservable)
         if "operationId" in spec:
             op = self._operations.get(spec["operationId"])
             if op is None:

@@ -130,11 +130,20 @@ def find_unservable(value: Any) -> tuple[str, str] | None:
     return found[0].encode("utf-8", "backslashreplace").decode(), "unicode" if isinstance(found[1], str) else "number"
 
 
-def unservable_message(pointer: str, rule: str) -> str:
-    """What `find_unservable` found, said for a person."""
+def find_unservable_fast(value: Any) -> tuple[str, str] | None:
+    """`find_unservable` for much data (a fixture file): serialised in C first, walked only when that fails."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False, default=str).encode()
+    except ValueError:  # UnicodeEncodeError is one
+        return find_unservable(value)
+    return None
+
+
+def unservable_message(pointer: str | None, rule: str) -> str:
+    """What `find_unservable` found, said for a person (with where, unless `pointer` is None)."""
     what = ("a lone UTF-16 surrogate, which UTF-8 cannot encode" if rule == "unicode"
             else "not a finite number (NaN or an infinity), which JSON cannot carry")
-    return f"{what} (at {pointer or '/'})"
+    return what if pointer is None else f"{what} (at {pointer or '/'})"
 
 
 def _unservable(value: Any) -> bool:

@@ -247,8 +247,11 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        """Werkzeug's own refusals (a body too large, a broken request) in the API's envelope, never HTML."""
-        return _envelope(wsgi.pipeline, MockError(exc.code or 500, exc.description or exc.name))
+        """Werkzeug's own refusals (a body too large, a broken request, a method no route takes) in the API's
+        envelope, never HTML."""
+        allowed = getattr(exc, "valid_methods", None)
+        return _envelope(wsgi.pipeline, MockError(exc.code or 500, exc.description or exc.name,
+                                                  headers={"Allow": ", ".join(allowed)} if allowed else None))
 
     @app.errorhandler(Exception)
     def crash(exc: Exception) -> Response:

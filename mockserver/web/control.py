@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import HTTPException
 
 from ..core.drift import DriftLog
 from ..core.errors import MockError
@@ -23,6 +24,7 @@ from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
 
 PREFIX = "/__mock"
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]  # caught by `unknown` where no endpoint takes them
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
 
 
@@ -149,11 +151,31 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
             drift.clear()
             return ok({"cleared": True})
 
-    @bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    @bp.route("/<path:anything>", methods=_METHODS)
     def unknown(anything: str) -> Response:
+        allowed = _allowed_methods()
+        if allowed:
+            allow = ", ".join(allowed)
+            raise MockError(405, f"{request.method} is not allowed on {request.path}; allowed: {allow}",
+                            details={"path": request.path, "allowed": allowed}, headers={"Allow": allow})
         raise MockError(404, f"no control endpoint {PREFIX}/{anything}; see {PREFIX}/openapi.json", code="not-found")
 
     return bp
+
+
+def _allowed_methods() -> list[str]:
+    """The methods the control API's own endpoints take at the path `unknown` caught: a known path asked with
+    another method is a 405, not a 404 (asked only when a request reaches no endpoint)."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    allowed = []
+    for method in ("GET", "HEAD", *_METHODS[1:]):
+        try:
+            endpoint, _ = adapter.match(request.path, method=method)
+        except HTTPException:  # not found, not allowed, or a redirect: not an endpoint for this method
+            continue
+        if endpoint != request.endpoint:
+            allowed.append(method)
+    return allowed
 
 
 @cache

@@ -56,7 +56,7 @@ def names(client: FlaskClient) -> list[str]:
     (b'{"name": "d", "weight": [1, -Infinity]}', "/weight/1", "number"),
     (b'{"name": "e", "weight": 1e999}', "/weight", "number"),  # read as infinity by Python
     (b'{"name": "f", "n": ' + b"1" * 100_000 + b"}", "/n", "number"),  # past sys.get_int_max_str_digits()
-])
+], ids=["surrogate", "low-surrogate", "nan", "-infinity", "1e999", "100000-digits"])
 def test_a_body_json_cannot_carry_is_a_400_naming_the_pointer_and_nothing_is_stored(pets, raw, pointer, rule):
     found = violation(pets.post("/pets", data=raw, headers=JSON))
     assert (found["in"], found["pointer"], found["rule"]) == ("body", pointer, rule)
@@ -91,7 +91,7 @@ def test_the_depth_limit_is_max_depth_and_brackets_inside_strings_do_not_count()
     (b'{"operationId": "listPets", "status": 500, "rate": 1e999}', "/rate", "number"),
     (b'[{"operationId": "listPets", "status": 500, "id": "\\ud800"}]', "/0/id", "unicode"),
     (b'{"operationId": "listPets", "status": 500, "x": ' + b"[" * 990 + b"]" * 990 + b"}", "", "depth"),
-])
+], ids=["nan-rate", "infinite-rate", "surrogate-id", "990-levels"])
 def test_a_scenario_json_cannot_carry_is_a_400_naming_the_field_and_the_list_still_answers(pets, raw, pointer,
                                                                                            rule):
     found = violation(pets.post("/__mock/scenarios", data=raw, headers=JSON))

@@ -35,9 +35,10 @@ def pets() -> FlaskClient:
 
 
 def violation(response: Any) -> dict[str, str]:
-    """The one violation of a 400 in the envelope."""
+    """The one violation of a 400 in the envelope (the pets' own, or RFC 7807 without fixtures)."""
     assert response.status_code == 400, response.data
-    violations = body(response)["error"]["details"]["violations"]
+    answer = body(response)
+    violations = answer.get("error", answer)["details"]["violations"]
     assert len(violations) == 1, violations
     return violations[0]
 
@@ -83,6 +84,35 @@ def test_the_depth_limit_is_max_depth_and_brackets_inside_strings_do_not_count()
     assert violation(client.post("/pets", data=b'{"name": "Rex", "x": [[[1]]]}', headers=JSON))["rule"] == "depth"
     assert client.post("/pets", data=b'{"name": "Rex", "x": [[1]]}', headers=JSON).status_code == 201
     assert client.post("/pets", data=b'{"name": "[[[[\\"{{{{", "x": [["]]"]]}', headers=JSON).status_code == 201
+
+
+TREES = """
+openapi: 3.0.3
+info: {title: Trees, version: "1"}
+paths:
+  /trees:
+    post:
+      operationId: addTree
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/Tree"}
+      responses:
+        "201": {description: made}
+        "400": {description: bad}
+components:
+  schemas:
+    Tree: {type: array, items: {$ref: "#/components/schemas/Tree"}}
+"""
+
+
+def test_a_body_within_the_limit_too_deep_for_a_recursive_schemas_check_is_a_400(tmp_path):
+    (tmp_path / "trees.yaml").write_text(TREES)
+    client = create_app(tmp_path / "trees.yaml").test_client()
+    assert client.post("/trees", data="[" * 100 + "]" * 100, headers=JSON).status_code == 201
+    found = violation(client.post("/trees", data="[" * 256 + "]" * 256, headers=JSON))  # jsonschema recurses 4x
+    assert found["rule"] == "depth" and "too deeply" in found["message"]
 
 
 # -- the control API ---------------------------------------------------------------------------------------------

@@ -79,10 +79,16 @@ def parse_json(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
     """A client's JSON, or JsonRefused (a ValueError): malformed (rule `json`), nested deeper than `max_depth`
     (`depth`), a number JSON cannot carry back (`number`), a lone surrogate (`unicode`). Costs json.loads and two
     counts of brackets; a body with more brackets than `max_depth` is scanned for its depth first."""
-    try:
-        text = data if isinstance(data, str) else data.decode(json.detect_encoding(data))
-    except UnicodeDecodeError as exc:
-        raise JsonRefused(f"malformed JSON: not UTF-8 at byte {exc.start}") from None
+    if isinstance(data, str):
+        text = data
+    else:
+        encoding = json.detect_encoding(data)  # as json.loads does, but strict: no surrogate passes
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise JsonRefused(f"malformed JSON: not {encoding.upper()} at byte {exc.start}") from None
+        if not encoding.startswith("utf-8"):
+            data = text  # the depth scan reads UTF-8 bytes
     if text.count("[") + text.count("{") > max_depth:  # else it cannot nest deeper
         _check_depth(data, max_depth)
     try:
@@ -99,7 +105,8 @@ def parse_json(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
 def _check_depth(data: bytes | str, max_depth: int) -> None:
     """Without recursion, in C but for the last step: escapes dropped, then all but brackets and quotes, then
     what is between quotes; a shallow document is emptied by removing its innermost pairs a few times, a deeper
-    one is counted bracket by bracket (measured: a 13 kB list of 200 objects, 40 us; json.loads 360 us)."""
+    one is counted bracket by bracket. Measured on a 13 kB list of 200 objects: 45 us, where json.loads takes
+    170-360 us and a regular expression that skips strings 500 us."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if b"\\" in raw:
         raw = _ESCAPE.sub(b"", raw)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .cache import default_cache
 from .core.documents import use_parse_cache
 from .core.errors import LoadError
+from .core.json_values import MAX_DEPTH
 from .core.pipeline import Options, Pipeline
 from .core.state import SESSION_TTL, STATE_TIMEOUT, StateError
 from .core.stateful import ITEMS_LIMIT
@@ -413,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--max-items", type=int, default=ITEMS_LIMIT, metavar="N",
                        help="items a collection written at run time may hold per session; past it a create answers "
                             "507 (default %(default)d)")
+    serve.add_argument("--max-depth", type=int, default=MAX_DEPTH, metavar="N",
+                       help="levels of arrays and objects a JSON request or control body may nest; deeper is a 400 "
+                            "(default %(default)d)")
     serve.add_argument("--watch", action="store_true",
                        help="reload the description and fixtures when a file changes (an invalid edit keeps the last "
                             "good state)")
@@ -595,6 +599,7 @@ def main(argv: list[str] | None = None) -> int:
                       cursor_secret=_cursor_secret(args.state), accept_tokens=tuple(args.accept_token),
                       state=args.state, session_ttl=args.session_ttl, max_items=args.max_items,
                       stateful=args.stateful, dynamic=args.dynamic, allow_outside=tuple(args.allow_outside),
+                      max_depth=args.max_depth,
                       state_timeout=args.state_timeout)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2

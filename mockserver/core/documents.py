@@ -118,7 +118,12 @@ def _build(node: yaml.Node, loader: _Loader, pointer: str, lines: dict[str, int]
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, loader, pointer_join(pointer, i), lines, problems, path)
                 for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    try:
+        return loader.construct_object(node, deep=True)
+    except ValueError as exc:  # an integer longer than Python reads (sys.get_int_max_str_digits)
+        problems.append(Problem(str(path), pointer, f"a value Python cannot read: {exc}", "number",
+                                node.start_mark.line + 1))
+        return None
 
 
 def _scalar_key(key: Any) -> str:
@@ -183,7 +188,7 @@ def _read_json(path: Path, text: str) -> Document:
         result: dict[str, Any] = {}
         for key, value in pairs:
             if key in result:
-                raise ValueError(f"duplicate key {key!r}")
+                raise _DuplicateKey(f"duplicate key {key!r}")
             result[key] = value
         return result
 
@@ -192,8 +197,14 @@ def _read_json(path: Path, text: str) -> Document:
     except json.JSONDecodeError as exc:
         raise LoadError([Problem(str(path), "", f"not valid JSON: {exc.msg} (column {exc.colno})", "syntax",
                                  exc.lineno)]) from None
-    except ValueError as exc:
+    except _DuplicateKey as exc:
         raise LoadError([Problem(str(path), "", str(exc), "duplicate-key")]) from None
+    except ValueError as exc:  # an integer longer than Python reads
+        raise LoadError([Problem(str(path), "", f"a value Python cannot read: {exc}", "number")]) from None
+
+
+class _DuplicateKey(ValueError):
+    """A key given twice in one JSON object."""
 
 
 class RefError(Exception):

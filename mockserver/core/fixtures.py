@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from .documents import Document, inside, outside_message, pointer_join, read_document
 from .errors import LoadError, Problem
 from .fixture_format import SCHEMA
+from .json_values import find_unservable_fast, unservable_message
 from .schemas import instance_pointer, iter_errors
 
 _FORMAT = Draft202012Validator(SCHEMA)
@@ -87,6 +88,9 @@ def load_fixtures(folder: Path | None, allowed: tuple[Path, ...] = ()) -> Fixtur
         if doc.data is None:
             continue
         errors = list(iter_errors(_FORMAT, doc.data))
+        if (unservable := find_unservable_fast(doc.data)) is not None:  # it could be neither served nor stored
+            problems.append(doc.problem(unservable[0], unservable_message(None, unservable[1]), unservable[1]))
+            continue
         if errors:
             problems.extend(doc.problem(instance_pointer(e), f"not in the fixture format: {e.message}",
                                         str(e.validator))

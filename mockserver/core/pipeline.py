@@ -26,6 +26,7 @@ from .fixtures import FixtureSet, load_fixtures
 from .http import MockRequest, MockResponse, is_json
 from .inference import infer
 from .journal import Journal
+from .json_values import MAX_DEPTH
 from .negotiation import negotiate
 from .pagination import CursorSealer
 from .request_validation import RequestValidator, ValidRequest
@@ -53,6 +54,7 @@ class Options:
     max_body: int = 1024 * 1024  # bytes; a larger body is 413
     max_url: int = 8192  # bytes of path and query; longer is 414
     max_header: int = 8192  # bytes of one header value; longer is 431
+    max_depth: int = MAX_DEPTH  # levels a JSON body (or JSON parameter, or control call) may nest; deeper is 400
     accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
@@ -102,7 +104,8 @@ class Pipeline:
             tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
         self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
-        self.validators = {op.id: RequestValidator(op, spec.docs.resolve) for op in spec.operations.values()}
+        self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth)
+                           for op in spec.operations.values()}
         self.router = Router(list(spec.operations.values()), spec.base_path,
                              lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)

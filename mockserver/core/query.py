@@ -30,7 +30,9 @@ class Entry(NamedTuple):
 
 
 def to_json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON; ValueError for what JSON cannot carry (NaN, an infinity, a lone surrogate), which is
+    never served as if it were JSON."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
 # a list's page fields and parameters, unless its fixture's `page` names others

@@ -3,7 +3,6 @@ defaults applied) and the body. Every violation is collected, then answered once
 can read: the parameter, where it was, the JSON pointer inside its value, and the rule."""
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 from .documents import pointer_join
 from .errors import MockError
 from .http import MockRequest, is_json, parse_query
+from .json_values import MAX_DEPTH, JsonRefused, parse_json
 from .schema_walk import below
 from .schemas import Resolve, instance_pointer, iter_errors, schema_types
 from .spec import MediaType, Operation, Parameter
@@ -145,8 +145,9 @@ class _Param:
 class RequestValidator:
     """Per operation, the parameters' coercion rules worked out once at start-up."""
 
-    def __init__(self, op: Operation, resolve: Resolve) -> None:
+    def __init__(self, op: Operation, resolve: Resolve, max_depth: int = MAX_DEPTH) -> None:
         self.op = op
+        self.max_depth = max_depth  # levels a JSON body or parameter may nest
         self.invalid_status = invalid_request_status(op)
         self.params: list[_Param] = []
         for p in op.parameters:
@@ -260,9 +261,9 @@ class RequestValidator:
         p = param.spec
         if p.json_content:
             try:
-                return json.loads(raw[-1]), None
-            except json.JSONDecodeError as exc:
-                return None, Violation(p.name, p.location, "", "json", f"not valid JSON: {exc.msg}")
+                return parse_json(raw[-1], self.max_depth), None
+            except JsonRefused as exc:
+                return None, Violation(p.name, p.location, exc.pointer, exc.rule, exc.message)
         if param.is_object:
             return self._object(param, raw)
         if "array" in param.kinds:
@@ -309,10 +310,9 @@ class RequestValidator:
                             details={"contentType": content_type, "accepted": list(body.content)})
         if is_json(media.name):
             try:
-                value = json.loads(request.body)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-                violations.append(Violation("body", "body", "", "json", f"malformed JSON{where}"))
+                value = parse_json(request.body, self.max_depth)
+            except JsonRefused as exc:
+                violations.append(Violation("body", "body", exc.pointer, exc.rule, exc.message))
                 return None
         elif media.name in ("application/x-www-form-urlencoded", "multipart/form-data"):
             fields = (_multipart(request.header("content-type") or "", request.body)
@@ -323,7 +323,7 @@ class RequestValidator:
                 return None
             readings = self._form_readings.get(media.name) or [{}]
             violations.extend(_repeated(readings[0], fields))
-            value = self._form_value(media, fields, readings)
+            value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
         if media.schema is not None:
@@ -333,14 +333,16 @@ class RequestValidator:
         return value
 
     @staticmethod
-    def _form_value(media: MediaType, fields: dict[str, list[str]], readings: list[_Kinds]) -> dict[str, Any]:
+    def _form_value(media: MediaType, fields: dict[str, list[str]], readings: list[_Kinds],
+                    max_depth: int) -> dict[str, Any]:
         """Form fields as the body schema types them (numbers, booleans, null, arrays for repeated fields, JSON
         for a multipart part of an object or array): as every alternative of the body allows, else as the first
         alternative (`oneOf`/`anyOf` of objects) under which the body is valid; as the first when none is."""
         multipart = media.name.startswith("multipart")
         first: dict[str, Any] | None = None
         for kinds in readings:
-            value = {name: _form_field(raw, *kinds.get(name, (set(), set())), multipart=multipart)
+            value = {name: _form_field(raw, *kinds.get(name, (set(), set())), multipart=multipart,
+                                       max_depth=max_depth)
                      for name, raw in fields.items()}
             if media.schema is not None:
                 value = _with_nulls(media.schema.validator, value, kinds)
@@ -360,25 +362,25 @@ def _repeated(kinds: _Kinds, fields: dict[str, list[str]]) -> list[Violation]:
             for name, raw in fields.items() if len(raw) > 1 and name in single]
 
 
-def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multipart: bool) -> Any:
+def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multipart: bool, max_depth: int) -> Any:
     """A form field's texts as its schema types it: an array from repeated fields; an object (or an array of
     them) as JSON, which is how a multipart part of one comes (OpenAPI's default Content-Type for such a part is
     application/json), and how a form field of one may."""
     if multipart and len(raw) == 1 and (kinds & {"object", "array"}):
-        whole = _json(raw[0])
+        whole = _json(raw[0], max_depth)
         if (isinstance(whole, dict) and "object" in kinds) or (
                 isinstance(whole, list) and "array" in kinds and (not item_kinds or item_kinds & {"object", "array"})):
             return whole
     if "array" in kinds:
         if raw == ["null"] and "null" in kinds and "string" not in item_kinds:
             return None  # a client's None, as for a single value (`coerce`): no item could be the text
-        return [_form_text(text, item_kinds) for text in raw]
-    return _form_text(raw[-1], kinds)
+        return [_form_text(text, item_kinds, max_depth) for text in raw]
+    return _form_text(raw[-1], kinds, max_depth)
 
 
-def _form_text(raw: str, kinds: set[str]) -> Any:
+def _form_text(raw: str, kinds: set[str], max_depth: int) -> Any:
     if "object" in kinds and raw[:1] in ("{", "["):
-        found = _json(raw)
+        found = _json(raw, max_depth)
         return raw if found is _NOT_JSON else found
     return coerce(raw, kinds)
 
@@ -386,10 +388,11 @@ def _form_text(raw: str, kinds: set[str]) -> Any:
 _NOT_JSON = object()
 
 
-def _json(text: str) -> Any:
+def _json(text: str, max_depth: int) -> Any:
+    """A form field's JSON; one that is not (or cannot be served) is the field's text, checked as such."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return parse_json(text, max_depth)
+    except JsonRefused:
         return _NOT_JSON
 
 

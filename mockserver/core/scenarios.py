@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from .envelope import dig, path_to
 from .errors import MockError
 from .http import MockRequest
+from .json_values import find_unservable, unservable_message
 from .schemas import instance_pointer, iter_errors
 from .spec import Operation
 from .state import Book, Record, Store, unit
@@ -165,6 +166,8 @@ class Scenarios:
             raise ScenarioError("a scenario must do something: give a status, a latency or a break", "", "required")
         for error in iter_errors(_VALIDATOR, spec):
             raise ScenarioError(error.message, instance_pointer(error), str(error.validator))
+        if (unservable := find_unservable(spec)) is not None:  # NaN passes `maximum`, and could not be listed
+            raise ScenarioError(unservable_message(*unservable), *unservable)
         if "operationId" in spec:
             op = self._operations.get(spec["operationId"])
             if op is None:

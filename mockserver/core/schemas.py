@@ -264,9 +264,15 @@ def _resource(contents: Any) -> Resource:
 
 
 def iter_errors(validator: Draft202012Validator, instance: Any) -> Iterator[ValidationError]:
-    """Errors leaf-first: for `oneOf`/`anyOf` the most specific sub-error says more than the umbrella one."""
-    for error in validator.iter_errors(instance):
-        yield _deepest(error)
+    """Errors leaf-first: for `oneOf`/`anyOf` the most specific sub-error says more than the umbrella one. A value
+    nested deeper than a recursive schema can be followed in Python (jsonschema takes about four frames a level)
+    is one error of its own, rule `depth`, not a RecursionError."""
+    try:
+        for error in validator.iter_errors(instance):
+            yield _deepest(error)
+    except RecursionError:
+        yield ValidationError("nested too deeply to be checked against its schema (see --max-depth)",
+                              validator="depth", instance=instance)
 
 
 def _deepest(error: ValidationError) -> ValidationError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import random
 import uuid
 from bisect import bisect_left, insort
@@ -27,6 +28,7 @@ from urllib.parse import quote
 from .errors import MockError
 from .fixtures import Collection
 from .generation import SchemaGenerator
+from .json_values import find_unservable, unservable_message
 from .query import Entry, ListQuery, Source, not_found, singular, to_json
 from .response_validation import ContractViolation
 from .rules import Context, Filter
@@ -36,6 +38,7 @@ from .spec import Operation
 from .state import Rows, Store
 from .write_only import WriteOnly
 
+log = logging.getLogger("mockserver")
 GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
 VIEWS_KEPT = 1024  # scopes whose view of a collection is kept; beyond, they are built again
@@ -259,16 +262,15 @@ class LiveCollection:
         written.update(sorted(((k, r) for k, r in rows.rows.items() if k not in items), key=lambda kr: kr[1]["seq"]))
         made: dict[str, Entry] = {}
         for key, row in written.items():
-            if row.get("gone"):
-                items.pop(key, None)
-                served.pop(key, None)
-                continue
             before = previous.rows.get(key) if previous is not None else None
             if before is not None and (before is row or before == row) and key in previous.made:  # type: ignore[union-attr]
                 made[key] = previous.made[key]  # type: ignore[union-attr]
-            else:
-                public = self.serve(row["item"])
-                made[key] = Entry(None, row["item"], public, to_json(public))
+            elif not row.get("gone") and (entry := self._entry(key, row["item"])) is not None:
+                made[key] = entry
+            if key not in made:
+                items.pop(key, None)
+                served.pop(key, None)
+                continue
             items[key], served[key] = row["item"], made[key].public
         entries: dict[str, list[Entry]] = {}
         for op_id, base_entries in base.entries.items():
@@ -279,6 +281,18 @@ class LiveCollection:
             kept.sort(key=lambda e: e.rank)
             entries[op_id] = kept
         return View(rows.version, rows.rows, items, served, entries, made)
+
+    def _entry(self, key: str, item: dict[str, Any]) -> Entry | None:
+        """A stored item as served, with its JSON; None for one JSON cannot carry (written by an older mock, or
+        straight into Redis): it is left out of every read, said in the log, and the rest is served."""
+        public = self.serve(item)
+        try:
+            return Entry(None, item, public, to_json(public))
+        except ValueError:
+            pointer, rule = find_unservable(public) or ("", "json")
+            log.warning("collection %r: the stored item %s is left out of every read: %s", self.name, key,
+                        unservable_message(pointer, rule))
+            return None
 
     def serve(self, item: dict[str, Any]) -> dict[str, Any]:
         """An item as reads answer it: private fields and `writeOnly` properties left out."""
@@ -292,6 +306,13 @@ class LiveCollection:
         """The item must fit every read that can answer it and the write's `own` answer, or the write is the
         mock's own fault (500) and nothing is stored."""
         served = self.serve(item)
+        try:
+            to_json(item)  # never store what cannot be served (private fields included)
+        except ValueError:
+            pointer, rule = find_unservable(item) or ("", "json")
+            message = unservable_message(pointer, rule)
+            raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
+                {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
         for op_id, validator, wrap in (*self.checks, *own):
             for error in iter_errors(validator, wrap(served)):
                 raise ContractViolation(

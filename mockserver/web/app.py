@@ -213,7 +213,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
                validate_responses: bool = _DEFAULTS.validate_responses,
                cursor_secret: str | None = _DEFAULTS.cursor_secret, journal_size: int = _DEFAULTS.journal_size,
                max_body: int = _DEFAULTS.max_body, max_url: int = _DEFAULTS.max_url,
-               max_header: int = _DEFAULTS.max_header, accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
+               max_header: int = _DEFAULTS.max_header, max_depth: int = _DEFAULTS.max_depth,
+               accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
                state: str | None = _DEFAULTS.state, session_ttl: float = _DEFAULTS.session_ttl,
                max_items: int = _DEFAULTS.max_items, stateful: bool = _DEFAULTS.stateful,
                dynamic: bool = _DEFAULTS.dynamic, control_origins: tuple[str, ...] = (),
@@ -234,7 +235,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
         loaded = load_pipeline(spec_path, fixtures_path, Options(
             seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
             journal_size=journal_size, max_body=max_body, max_url=max_url, max_header=max_header,
-            accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl, max_items=max_items,
+            max_depth=max_depth, accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl,
+            max_items=max_items,
             stateful=stateful, dynamic=dynamic, allow_outside=tuple(Path(folder) for folder in allow_outside),
             state_timeout=state_timeout))
     settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
@@ -258,8 +260,11 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        """Werkzeug's own refusals (a body too large, a broken request) in the API's envelope, never HTML."""
-        return _envelope(wsgi.pipeline, MockError(exc.code or 500, exc.description or exc.name))
+        """Werkzeug's own refusals (a body too large, a broken request, a method no route takes) in the API's
+        envelope, never HTML."""
+        allowed = getattr(exc, "valid_methods", None)
+        return _envelope(wsgi.pipeline, MockError(exc.code or 500, exc.description or exc.name,
+                                                  headers={"Allow": ", ".join(allowed)} if allowed else None))
 
     @app.errorhandler(Exception)
     def crash(exc: Exception) -> Response:

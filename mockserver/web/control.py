@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
+from werkzeug.exceptions import HTTPException
 
 from ..core.drift import DriftLog
 from ..core.errors import MockError
+from ..core.json_values import JsonRefused, parse_json
 from ..core.pipeline import Pipeline
 from ..core.scenarios import ScenarioError
 from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
@@ -29,6 +31,7 @@ from .cors import ControlOrigins
 PREFIX = "/__mock"
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]  # caught by `unknown` where no endpoint takes them
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
 
 
@@ -88,8 +91,8 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 
     @bp.post("/scenarios")
     def add_scenarios() -> Response:
-        given = _json_body()
         pipeline = current()
+        given = _json_body(pipeline.options.max_depth)
         session = session_param(pipeline)
         try:
             shown = pipeline.scenarios.add(given if isinstance(given, list) else [given], session)
@@ -176,11 +179,31 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
             drift.clear()
             return ok({"cleared": True})
 
-    @bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    @bp.route("/<path:anything>", methods=_METHODS)
     def unknown(anything: str) -> Response:
+        allowed = _allowed_methods()
+        if allowed:
+            allow = ", ".join(allowed)
+            raise MockError(405, f"{request.method} is not allowed on {request.path}; allowed: {allow}",
+                            details={"path": request.path, "allowed": allowed}, headers={"Allow": allow})
         raise MockError(404, f"no control endpoint {PREFIX}/{anything}; see {PREFIX}/openapi.json", code="not-found")
 
     return bp
+
+
+def _allowed_methods() -> list[str]:
+    """The methods the control API's own endpoints take at the path `unknown` caught: a known path asked with
+    another method is a 405, not a 404 (asked only when a request reaches no endpoint)."""
+    adapter = current_app.url_map.bind_to_environ(request.environ)
+    allowed = []
+    for method in ("GET", "HEAD", *_METHODS[1:]):
+        try:
+            endpoint, _ = adapter.match(request.path, method=method)
+        except HTTPException:  # not found, not allowed, or a redirect: not an endpoint for this method
+            continue
+        if endpoint != request.endpoint:
+            allowed.append(method)
+    return allowed
 
 
 @cache
@@ -204,14 +227,14 @@ def session_param(pipeline: Pipeline) -> str | None:
     return session
 
 
-def _json_body() -> Any:
+def _json_body(max_depth: int) -> Any:
+    """The call's JSON, read by the API's own checked parser: nothing is taken that cannot be served back."""
     if not request.data:
         raise _bad("a JSON body is required", "", "required")
     try:
-        return json.loads(request.data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise _bad(f"malformed JSON{where}", "", "json") from None
+        return parse_json(request.data, max_depth)
+    except JsonRefused as exc:
+        raise _bad(exc.message, exc.pointer, exc.rule) from None
 
 
 def _bad(message: str, pointer: str, rule: str, location: str = "body") -> MockError:

@@ -22,10 +22,12 @@ from typing import Any, TypeVar
 
 from ..core.errors import MockError
 from ..core.http import MockRequest, MockResponse
+from ..core.state import SESSION_HEADER
 from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access, sent_body
 from .cors import is_preflight, preflight_headers
 
 T = TypeVar("T")
+_SESSION = SESSION_HEADER.lower()
 
 
 class MockRSGI:
@@ -117,11 +119,15 @@ def _raw(path: str) -> str:
 
 
 def _headers(raw: Any) -> dict[str, str]:
-    """The request's headers by lower-case name; a repeated header's values joined with ", " (as WSGI does)."""
+    """The request's headers by lower-case name; a repeated header's values joined with ", " (as WSGI does).
+    Granian leaves a value that is not visible ASCII out of `items()` (the name stays in the headers): a session
+    header sent so is kept as U+FFFD, so it is refused as malformed rather than read as no session."""
     headers: dict[str, str] = {}
     for name, value in raw.items():
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if _SESSION not in headers and _SESSION in raw:
+        headers[_SESSION] = "\ufffd"
     return headers
 
 
@@ -153,11 +159,13 @@ def _wsgi_call(mock: MockWSGI, scope: Any, headers: dict[str, str], body: bytes)
     """The control API's answer from Flask, in a worker thread: the environ PEP 3333 asks for, from the scope."""
     host, _, port = scope.server.rpartition(":")
     environ: dict[str, Any] = {
-        "REQUEST_METHOD": scope.method, "SCRIPT_NAME": "", "PATH_INFO": scope.path,
+        # PEP 3333: the path's bytes as latin-1 (Granian's U+FFFD for a byte that was not UTF-8 stays one)
+        "REQUEST_METHOD": scope.method, "SCRIPT_NAME": "", "PATH_INFO": scope.path.encode().decode("latin-1"),
         "QUERY_STRING": scope.query_string, "SERVER_NAME": host, "SERVER_PORT": port,
         "SERVER_PROTOCOL": f"HTTP/{scope.http_version}", "REMOTE_ADDR": scope.client.rpartition(":")[0],
         "wsgi.version": (1, 0), "wsgi.url_scheme": scope.scheme, "wsgi.input": io.BytesIO(body),
         "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
+        "wsgi.input_terminated": True,  # the whole body is read (chunked too): werkzeug may read without a length
     }
     for name, value in headers.items():
         key = name.upper().replace("-", "_")

@@ -47,7 +47,7 @@ def session_of(request: MockRequest) -> str | None:
 def check_session(given: str | None, location: str) -> str | None:
     if given is None:
         return None
-    if not SESSION_PATTERN.match(given):
+    if not SESSION_PATTERN.fullmatch(given):  # `$` alone lets a trailing newline through
         name = SESSION_HEADER if location == "header" else SESSION_COOKIE if location == "cookie" else "session"
         raise MockError(400, f"{name} must be 1 to 64 letters, digits, '.', '_' or '-'", details={"violations": [
             {"parameter": name, "in": location, "pointer": "", "rule": "pattern",

@@ -295,7 +295,11 @@ def _proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> int:
             print(f"mockserver: --rejected {rejected} must lie outside --out {args.out}: what it keeps is not fixtures",
                   file=sys.stderr)
             return 2
-        recorder = Recorder(args.out, rejected, args.redact)
+        try:
+            recorder = Recorder(args.out, rejected, args.redact)
+        except LoadError as exc:  # an earlier recording in --out that cannot be read
+            _report(exc)
+            return 2
     try:
         proxy = Proxy(args.target, fallback=args.fallback, timeout=args.timeout, recorder=recorder)
     except ValueError as exc:

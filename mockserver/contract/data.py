@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ..core.documents import read_document
+from ..core.errors import LoadError
 from ..core.spec import Operation, SpecIndex
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
@@ -28,9 +28,9 @@ class DataError(ValueError):
 def load(path: Path, spec: SpecIndex) -> dict[str, list[Combo]]:
     """By operationId, the combinations of request values the file gives (the operation's own first)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise DataError(f"--data {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        data = read_document(path).data or {}
+    except LoadError as exc:  # unreadable, not YAML, or past the limits of a file (core/documents.py)
+        raise DataError(f"--data {exc}") from None
     if not isinstance(data, dict) or set(data) - {"parameters", "operations"}:
         raise DataError(f"--data {path}: a mapping of `parameters` and `operations` is expected")
     parameters = data.get("parameters") or {}

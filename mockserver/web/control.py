@@ -11,9 +11,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from flask import Blueprint, Response, request
 
+from ..core.documents import read_document
 from ..core.drift import DriftLog
 from ..core.errors import MockError
 from ..core.pipeline import Pipeline
@@ -158,7 +158,7 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
 @cache
 def _description() -> str:
     """Read when first asked for, not in every worker's start (a pure-Python YAML parse: 50 ms)."""
-    return json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
+    return json.dumps(read_document(DESCRIPTION).data)
 
 
 def session_param(pipeline: Pipeline) -> str | None:

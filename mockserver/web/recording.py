@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from ..core.documents import read_document
 from ..core.drift import Exchange
 from ..core.pipeline import Pipeline
 from ..core.recorder import Recording
@@ -49,10 +50,10 @@ class Recorder:
 
 
 def _earlier(out: Path) -> dict[str, Any]:
-    """The documents of an earlier recording in `out`, by their path in it."""
+    """The documents of an earlier recording in `out`, by their path in it, read as the mock reads fixtures (a
+    broken or bomb file is a LoadError naming it)."""
     paths = sorted((out / "collections").glob("*.yaml")) + [out / name for name in _SHARED]
-    return {path.relative_to(out).as_posix(): yaml.safe_load(path.read_text()) or {} for path in paths
-            if path.is_file()}
+    return {path.relative_to(out).as_posix(): read_document(path).data or {} for path in paths if path.is_file()}
 
 
 def _write(path: Path, data: Any, header: str = _HEADER) -> None:

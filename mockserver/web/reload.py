@@ -43,10 +43,10 @@ def _stamp(files: list[Path], fixtures: Path | None) -> dict[Path, tuple[int, in
 class Reloader:
     def __init__(self, build: Callable[[], Pipeline], current: Callable[[], Pipeline],
                  swap: Callable[[Pipeline], None], fixtures: Path | None, interval: float = 0.5,
-                 settle: float = SETTLE) -> None:
+                 settle: float | None = None) -> None:
         self._build, self._current, self._swap = build, current, swap
         self._fixtures = fixtures
-        self._interval, self._settle = interval, settle
+        self._interval, self._settle = interval, SETTLE if settle is None else settle
         self._stop = threading.Event()
         self._stamps = _stamp(description_files(current()), fixtures)
 

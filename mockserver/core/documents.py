@@ -109,35 +109,35 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 def _measure(root: yaml.Node, path: Path) -> None:
     """Refuse a file `_build` would expand past MAX_NODES or MAX_DEPTH, or an alias inside the node it names (it
-    would never end), before anything is built: a walk of the distinct nodes, each alias weighted by the size of
-    what it names (kept per node), so a bomb costs as little as its text."""
-    size: dict[int, int] = {}
+    would never end), before anything is built: a walk of the distinct collections, each alias weighted by the size
+    of what it names (kept per node), so a bomb costs as little as its text."""
+    size: dict[int, int] = {}  # of each collection walked (a scalar is 1)
     height: dict[int, int] = {}
-    inside: set[int] = set()  # the nodes on the way down to the one being walked
+    inside: set[int] = set()  # the collections on the way down to the one being walked
     stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
     while stack:
         node, level, done = stack.pop()
         key = id(node)
         if done:
             children = _children(node)
-            size[key] = 1 + sum(size[id(child)] for child in children)
-            height[key] = 1 + max((height[id(child)] for child in children), default=0)
+            size[key] = total = 1 + sum(size.get(id(child), 1) for child in children)
+            height[key] = tall = 1 + max((height.get(id(child), 1) for child in children), default=0)
             inside.discard(key)
-            if size[key] > MAX_NODES:
+            if total > MAX_NODES:
                 raise _too_big(path, node, f"expands to more than {MAX_NODES:,} values (YAML aliases count for "
                                            "every node they repeat)", "size")
-            continue
-        if key in size:  # an alias to a node walked before
+            if level + tall - 1 > MAX_DEPTH:
+                raise _too_big(path, node, f"nested deeper than {MAX_DEPTH} levels", "depth")
+        elif key in size:  # an alias to a collection walked before
             if level + height[key] - 1 > MAX_DEPTH:
                 raise _too_big(path, node, f"nested deeper than {MAX_DEPTH} levels", "depth")
-            continue
-        if key in inside:
+        elif key in inside:
             raise _too_big(path, node, "an alias names a node that contains it: it would never end", "alias")
-        if level > MAX_DEPTH:
-            raise _too_big(path, node, f"nested deeper than {MAX_DEPTH} levels", "depth")
-        inside.add(key)
-        stack.append((node, level, True))
-        stack.extend((child, level + 1, False) for child in _children(node))
+        else:
+            inside.add(key)
+            stack.append((node, level, True))
+            stack.extend((child, level + 1, False) for child in _children(node)
+                         if not isinstance(child, yaml.ScalarNode))
 
 
 def _too_big(path: Path, node: yaml.Node, message: str, rule: str) -> LoadError:

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, urljoin, urlparse
 
 from jsonschema import Draft202012Validator
 
+from .cycles import impossible_schemas
 from .documents import Document, DocumentSet, OutsideFolder, RefError, pointer_join, unescape_token
 from .errors import LoadError, Problem
 from .http import is_json
@@ -157,7 +158,9 @@ class SpecIndex:
                                              self._uri("components", "securitySchemes"), "`securitySchemes`"):
             self.security_schemes[name] = scheme
         self.operations: dict[str, Operation] = {}
+        self._indexed: list[tuple[Any, str]] = []  # every schema an operation uses, with its URI
         self._index_paths(root)
+        self.problems += impossible_schemas(self.docs, self._indexed)
         if self.problems:
             raise LoadError(self.problems)
 
@@ -334,6 +337,7 @@ class SpecIndex:
             self._warn(uri, f"a schema must be a mapping or a boolean, not {type(node).__name__} {_shown(node)}; "
                        "it is read as no schema (anything goes)", "ignored")
             return None
+        self._indexed.append((node, uri))
         return Schema(node, uri, self.schemas.validator(uri, response=response))
 
     def _index_paths(self, root: dict[str, Any]) -> None:

@@ -16,10 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
+from ..core.documents import read_document
 from ..core.drift import DriftLog
 from ..core.errors import MockError
 from ..core.json_values import JsonRefused, parse_json
@@ -209,7 +209,7 @@ def _allowed_methods() -> list[str]:
 @cache
 def _description() -> str:
     """Read when first asked for, not in every worker's start (a pure-Python YAML parse: 50 ms)."""
-    return json.dumps(yaml.safe_load(DESCRIPTION.read_text()))
+    return json.dumps(read_document(DESCRIPTION).data)
 
 
 def session_param(pipeline: Pipeline) -> str | None:

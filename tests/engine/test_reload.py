@@ -10,7 +10,10 @@ import pytest
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body, serving
 from mockserver import create_app
+from mockserver.core.pipeline import Pipeline
+from mockserver.web import reload
 from mockserver.web.app import MOCK_KEY
+from mockserver.web.reload import Reloader
 
 
 @pytest.fixture()
@@ -131,3 +134,106 @@ def test_mockserver_serve_watch_reloads_in_its_worker(copy):
             while served_description() != edit:
                 assert time.monotonic() < deadline, f"{edit!r} was never served"
                 time.sleep(0.1)
+
+
+def test_a_file_caught_half_written_is_never_served(copy, monkeypatch):
+    """An editor or a copy writes a file in pieces: the watcher sees the first half, but it loads only what has
+    stood still for a while, so no answer ever comes from the half; the whole edit is applied once it is written.
+    (The pause between the halves is longer than a reload takes to read the file, shorter than the settle time.)"""
+    monkeypatch.setattr(reload, "SETTLE", 1.0, raising=False)
+    app = create_app(copy / "kindgi.yaml", copy / "fixtures", watch=True)
+    watcher = reloader(app)
+    url = "/v1/test-sets?limit=100"
+    before = body(app.test_client().get(url, headers=DEMO))["data"]
+    assert len(before) == 100
+    path = copy / "fixtures/collections/test-sets.yaml"
+    whole = path.read_text().replace(before[0]["description"], "Edited in two halves.")
+    lines = whole.splitlines(keepends=True)
+    items = [n for n, line in enumerate(lines) if line.startswith("      - id:")]
+    half = "".join(lines[:items[len(items) // 2]])  # a file of its own: fewer test sets, valid as it stands
+    stop = threading.Event()
+    served: list[list[dict]] = []
+
+    def hammer() -> None:
+        client = app.test_client()
+        while not stop.is_set():
+            served.append(body(client.get(url, headers=DEMO))["data"])
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    path.write_text(half)
+    reloaded: list[bool] = []
+    looking = threading.Thread(target=lambda: reloaded.append(watcher.check()))
+    looking.start()  # it sees the half
+    time.sleep(0.5)
+    path.write_text(whole)
+    looking.join()
+    time.sleep(0.2)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert reloaded == [True]
+    assert served and {len(data) for data in served} == {100}, "an answer came from the half-written file"
+    assert served[-1][0]["description"] == "Edited in two halves."
+
+
+@pytest.mark.slow
+def test_the_watcher_outlives_a_file_that_breaks_the_reader(copy):
+    """A fixture nested 10,000 deep (it crashed the reader, and with it the watcher): refused in one log line, and
+    the edits after it are still served."""
+    test_sets = copy / "fixtures/collections/test-sets.yaml"
+    with serving("--spec", str(copy / "kindgi.yaml"), "--fixtures", str(copy / "fixtures"), "--watch",
+                 "--log-level", "warning") as (proc, port):
+        def served_description() -> str:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1", headers=DEMO)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())["data"][0]["description"]
+
+        description = served_description()
+        (copy / "fixtures/deep.json").write_text("[" * 10_000 + "]" * 10_000)
+        time.sleep(1.5)  # looked at and refused
+        (copy / "fixtures/deep.json").unlink()
+        touch_edit(test_sets, description, "Edited after the deep file.")
+        deadline = time.monotonic() + 10
+        while served_description() != "Edited after the deep file.":
+            assert time.monotonic() < deadline, "the watcher stopped watching"
+            time.sleep(0.1)
+    log = proc.stderr.read() if proc.stderr else ""
+    assert "deep.json: /: nested deeper than 64 levels" in log and "Traceback" not in log, log[-3000:]
+
+
+def test_the_watcher_keeps_watching_after_an_unexpected_error(copy, caplog):
+    """Whatever a reload meets (here: a bug that raises), the watcher logs one line, keeps the last good state
+    and applies the next change."""
+    spec, fixtures = copy / "kindgi.yaml", copy / "fixtures"
+    app = create_app(spec, fixtures)
+    mock = app.extensions[MOCK_KEY]
+    failures = [RuntimeError("a bug in the mock")]
+
+    def build() -> Pipeline:
+        if failures:
+            raise failures.pop()
+        return Pipeline.load(spec, fixtures, mock.pipeline.options, mock.pipeline.store)
+
+    watcher = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures, interval=0.05).start()
+    client = app.test_client()
+    first = body(client.get("/v1/test-sets?limit=1", headers=DEMO))["data"][0]["description"]
+    test_sets = fixtures / "collections/test-sets.yaml"
+    try:
+        with caplog.at_level(logging.ERROR, logger="mockserver.reload"):
+            touch_edit(test_sets, first, "Never applied: the build failed.")
+            deadline = time.monotonic() + 10
+            while "a bug in the mock" not in caplog.text:
+                assert time.monotonic() < deadline, "the failure was never logged"
+                time.sleep(0.05)
+        assert caplog.text.count("\n") == 1 and "RuntimeError: a bug in the mock" in caplog.text
+        assert body(client.get("/v1/test-sets?limit=1", headers=DEMO))["data"][0]["description"] == first
+        touch_edit(test_sets, "Never applied: the build failed.", "Applied after the failure.")
+        deadline = time.monotonic() + 10
+        while body(client.get("/v1/test-sets?limit=1", headers=DEMO))["data"][0]["description"] != (
+                "Applied after the failure."):
+            assert time.monotonic() < deadline, "the watcher stopped watching"
+            time.sleep(0.05)
+    finally:
+        watcher.stop()

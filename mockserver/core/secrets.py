@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus
 
 from .http import MockRequest, is_json, parse_query
+from .json_values import parse_json
 
 if TYPE_CHECKING:
     from .spec import MediaType, SpecIndex
@@ -158,9 +159,9 @@ class Secrets:
         if kind == "form":
             return self._form(data, schema)
         try:
-            value = json.loads(data)
+            value = parse_json(data)
         except ValueError:
-            return data  # not JSON after all: kept as it is
+            return data  # not JSON after all, or JSON the request path refused (too deep, NaN, …): kept as it is
         if schema is not None:
             value = self._write_only.mask(value, *schema, MASK)
         masked = _masked_keys(value)

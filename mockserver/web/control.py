@@ -46,10 +46,12 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     def ok(payload: Any, status: int = 200) -> Response:
         return Response(json.dumps(payload), status=status, content_type="application/json")
 
+    unknown_endpoint = f"{bp.name}.unknown"
+
     @bp.before_request
     def guard() -> Response | None:
         """Another origin's page first (403), then the token (401), then a change a page could make unasked
-        (415)."""
+        (415; not for a path or method no endpoint takes, which changes nothing and is its 404 or 405)."""
         refused = pages.refusal({name.lower(): value for name, value in request.headers.items()})
         if refused is not None:
             return render(MockError(403, refused, code="forbidden"))
@@ -60,7 +62,8 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
                 return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
                                              "'Authorization: Bearer <control token>'", code="unauthorized",
                                         headers={"WWW-Authenticate": 'Bearer realm="mockserver control"'}))
-        if request.method in CHANGES and request.mimetype != "application/json" and not any(
+        if request.method in CHANGES and request.endpoint != unknown_endpoint and \
+                request.mimetype != "application/json" and not any(
                 name.lower().startswith("x-mock-") for name in request.headers.keys()):
             return render(MockError(415, f"{request.method} {request.path} changes the mock: send it with "
                                          f"'Content-Type: application/json' (or an X-Mock-... header such as "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+from hypothesis.internal.conjecture import providers
 from schemathesis import Case
 from schemathesis.core.result import Ok
 from schemathesis.engine import events, from_schema
@@ -218,6 +219,18 @@ def _checks(wanted: list[str], pipeline: Pipeline | None, excluded: list[str] | 
             [f"{name} left out: {why}" for name, why in left_out])
 
 
+_NO_CONSTANTS = providers.Constants()
+
+
+def _no_local_constants() -> None:
+    """Hypothesis (since 6.131) also draws constants it finds in the source of every loaded module that is not
+    installed in site-packages: which requests a seed makes then hung on which of those modules the process had
+    imported (in the tests, on which tests ran before in the same worker). No constants but its own: the same seed
+    makes the same requests in any process."""
+    providers._get_local_constants = lambda: _NO_CONSTANTS
+    providers.CONSTANTS_CACHE.cache.clear()  # choices worked out with whatever constants were found before
+
+
 def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[str]], seed: int, *,
                sanitize: bool) -> CoverageCap | None:
     """The options' phases and checks; the same seed and no example database make the same requests again.
@@ -225,6 +238,7 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
     schema.config.update(continue_on_failure=True, request_timeout=options.request_timeout)
     schema.config.seed = seed
     schema.config.generation.update(max_examples=options.max_examples, database="none")
+    _no_local_constants()
     if options.mode != "all":
         schema.config.generation.update(modes=[GenerationMode(options.mode)])
     if not options.negative_coverage:

@@ -53,6 +53,7 @@ test: install-test browser redis airflow
 lint: install-test
 	$(BIN)/ruff check mockserver tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 validate: install
 	$(BIN)/mockserver validate $(KINDGI)

@@ -49,7 +49,8 @@ airflow: install-test
 test: install-test browser redis airflow
 	$(BIN)/python -m pytest -n auto --dist worksteal -q
 
-# ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade) and mypy, as configured in pyproject.toml
+# ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade), mypy and import-linter (the layers), as configured in
+# pyproject.toml
 lint: install-test
 	$(BIN)/ruff check mockserver tests bench
 	$(BIN)/mypy

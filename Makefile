@@ -49,10 +49,12 @@ airflow: install-test
 test: install-test browser redis airflow
 	$(BIN)/python -m pytest -n auto --dist worksteal -q
 
-# ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade) and mypy, as configured in pyproject.toml
+# ruff (pyflakes, pycodestyle, bugbear, isort, pyupgrade), mypy and import-linter (the layers), as configured in
+# pyproject.toml
 lint: install-test
 	$(BIN)/ruff check mockserver tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 validate: install
 	$(BIN)/mockserver validate $(KINDGI)

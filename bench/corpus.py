@@ -175,7 +175,7 @@ class Outline:
 
 
 def outline(description: Description) -> Outline:
-    from mockserver.core.spec import SpecIndex  # reading the description, as `mockserver validate` does
+    from mockserver.spec.index import SpecIndex  # reading the description, as `mockserver validate` does
 
     spec = SpecIndex(description.path)
     return Outline(sorted(f"{op.method.upper()} {op.path}" for op in spec.operations.values()),

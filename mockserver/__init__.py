@@ -1,6 +1,6 @@
 """mockserver: a mock and contract-testing server for HTTP APIs described in OpenAPI.
 
-The public API, loaded on first use (so `import mockserver.core` never loads Flask):
+The public API, loaded on first use (so importing the engine never loads Flask):
 `create_app`, `pipeline_of`, `MockServer`, `MockClient`, `Options`, `MockError`, `LoadError`, `StateError`."""
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from importlib import import_module, metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core.errors import LoadError, MockError
-    from .core.pipeline import Options
-    from .core.state import StateError
+    from .base.errors import LoadError, MockError
+    from .pipeline.pipeline import Options
+    from .state import StateError
     from .testing import MockClient, MockServer
     from .web.app import create_app, pipeline_of
 
     __version__: str
 
 _WHERE = {"create_app": ".web.app", "pipeline_of": ".web.app", "MockServer": ".testing", "MockClient": ".testing",
-          "Options": ".core.pipeline", "MockError": ".core.errors", "LoadError": ".core.errors",
-          "StateError": ".core.state"}
+          "Options": ".pipeline.pipeline", "MockError": ".base.errors", "LoadError": ".base.errors",
+          "StateError": ".state"}
 __all__ = ["__version__", "create_app", "pipeline_of", "MockServer", "MockClient", "Options", "MockError",
            "LoadError", "StateError"]
 

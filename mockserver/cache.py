@@ -1,6 +1,6 @@
 """The parse cache on disk: what a YAML file parsed to, kept by the hash of its bytes, so a start (or a `--watch`
 reload) reads a file it has seen before in milliseconds instead of parsing it again (Kindgi's 780 kB of YAML: 0.35
-s to parse, 15 ms to read back). `core.documents` asks it through the `ParseCache` protocol and never touches a
+s to parse, 15 ms to read back). `spec.documents` asks it through the `ParseCache` protocol and never touches a
 file itself; the command line installs it (`cli.main`).
 
 Where: `$MOCKSERVER_CACHE_DIR`, else `$XDG_CACHE_HOME/mockserver/parsed`, else `~/.cache/mockserver/parsed`;

@@ -10,13 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .base.errors import LoadError
+from .base.json_values import MAX_DEPTH
 from .cache import default_cache
-from .core.documents import use_parse_cache
-from .core.errors import LoadError
-from .core.json_values import MAX_DEPTH
-from .core.pipeline import Options, Pipeline
-from .core.state import SESSION_TTL, STATE_TIMEOUT, StateError
-from .core.stateful import ITEMS_LIMIT
+from .pipeline.pipeline import Options, Pipeline
+from .pipeline.stateful import ITEMS_LIMIT
+from .spec.documents import use_parse_cache
+from .state import SESSION_TTL, STATE_TIMEOUT, StateError
 
 if TYPE_CHECKING:
     from flask import Flask

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.diff import Change, Differ, Location
-from .core.errors import LoadError
-from .core.evidence import Evidence, Tally, gather
-from .core.fixtures import load_fixtures
-from .core.pipeline import Pipeline
-from .core.spec import SpecIndex
+from .base.errors import LoadError
+from .fixtures.loading import load_fixtures
+from .pipeline.pipeline import Pipeline
+from .spec.index import SpecIndex
+from .tools.diff import Change, Differ, Location
+from .tools.evidence import Evidence, Tally, gather
 
 
 class Unusable(Exception):

@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from .core.pipeline import Pipeline
-from .core.state import SESSION_HEADER
+from .pipeline.pipeline import Pipeline
+from .state import SESSION_HEADER
 from .web.app import MOCK_KEY, create_app, pipeline_of
 
 # what the test server (werkzeug, on Python's http.server) refuses before the app sees the request

@@ -23,7 +23,7 @@ from flask.testing import FlaskClient
 
 from mockserver import create_app
 from mockserver.cache import DiskCache
-from mockserver.core.documents import use_parse_cache
+from mockserver.spec.documents import use_parse_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDGI_SPEC = ROOT / "spec" / "kindgi.yaml"

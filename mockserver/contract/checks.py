@@ -20,10 +20,10 @@ from schemathesis import Case, CheckContext, Response
 from schemathesis.core.failures import Failure, ServerError
 from schemathesis.openapi.checks import RejectedPositiveData
 
-from ..core.auth import Caller
-from ..core.fixture_values import rule_context
-from ..core.query import version_key
-from ..core.rules import compile_condition, field_getter
+from ..pipeline.auth import Caller
+from ..pipeline.fixture_values import rule_context
+from ..pipeline.query import version_key
+from ..pipeline.rules import compile_condition, field_getter
 from .force import forced
 from .knowledge import KEY, find
 

@@ -14,8 +14,8 @@ from schemathesis.config import OperationConfig
 from schemathesis.filters import FilterSet
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..core.documents import DocumentSet
-from ..core.spec import HTTP_METHODS
+from ..spec.documents import DocumentSet
+from ..spec.index import HTTP_METHODS
 
 PLACEHOLDER_TOKEN = "contract-token"  # well-formed: any mock without declared tokens lets it in
 PLACEHOLDER_PASSWORD = "secret"  # the mock reads the user of a basic credential as its token

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.documents import read_document
-from ..core.errors import LoadError
-from ..core.spec import Operation, SpecIndex
+from ..base.errors import LoadError
+from ..spec.documents import read_document
+from ..spec.index import Operation, SpecIndex
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
 _SCALARS = (str, int, float, bool)

@@ -20,8 +20,8 @@ from typing import Any
 
 import requests
 
-from ..core.documents import DocumentSet
-from ..core.spec import Operation, Parameter, SpecIndex
+from ..spec.documents import DocumentSet
+from ..spec.index import Operation, Parameter, SpecIndex
 from .credentials import Sent
 from .fixed import fixed, schema_of
 from .links import Exchange, Link, links_to, values

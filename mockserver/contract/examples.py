@@ -11,11 +11,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.auth import Caller
-from ..core.documents import DocumentSet
-from ..core.fixture_values import caller_for, derive, usable_token
-from ..core.fixtures import FixtureSet
-from ..core.spec import Operation, SpecIndex
+from ..fixtures.loading import FixtureSet
+from ..pipeline.auth import Caller
+from ..pipeline.fixture_values import caller_for, derive, usable_token
+from ..spec.documents import DocumentSet
+from ..spec.index import Operation, SpecIndex
 from .knowledge import resolve_local
 
 __all__ = ["add_examples", "caller_for", "derive", "usable_token", "write"]

@@ -9,8 +9,8 @@ from typing import Any
 from schemathesis import Case
 from schemathesis.core.parameters import ParameterLocation
 
-from ..core.documents import DocumentSet, RefError
-from ..core.spec import Operation, Parameter, SpecIndex
+from ..spec.documents import DocumentSet, RefError
+from ..spec.index import Operation, Parameter, SpecIndex
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
 _CHAIN = 32  # `$ref`s followed to a parameter's schema

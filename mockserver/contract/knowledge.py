@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.answers import pick_media_type
-from ..core.auth import Caller
-from ..core.documents import DocumentSet, RefError
-from ..core.envelope import dig
-from ..core.fixtures import FixtureSet
-from ..core.query import page_names
-from ..core.schema_walk import SchemaWalk
-from ..core.spec import Operation, SpecIndex
+from ..fixtures.loading import FixtureSet
+from ..pipeline.answers import pick_media_type
+from ..pipeline.auth import Caller
+from ..pipeline.envelope import dig
+from ..pipeline.query import page_names
+from ..spec.documents import DocumentSet, RefError
+from ..spec.index import Operation, SpecIndex
+from ..spec.schema_walk import SchemaWalk
 from . import stated
 
 KEY = "x-contract"

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.documents import RefError, pointer_join, unescape_token
-from ..core.spec import Operation, SpecIndex, pointer_uri
+from ..base.pointers import pointer_join, unescape_token
+from ..spec.documents import RefError
+from ..spec.index import Operation, SpecIndex, pointer_uri
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
 LOCATIONS = ("path", "query", "header", "cookie")

@@ -22,9 +22,9 @@ from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..core.auth import Token
-from ..core.pipeline import Pipeline
-from ..core.spec import SpecIndex
+from ..pipeline.auth import Token
+from ..pipeline.pipeline import Pipeline
+from ..spec.index import SpecIndex
 from ..testing import MockServer
 from . import data
 from .checks import OURS, must_apply

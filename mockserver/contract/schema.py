@@ -12,9 +12,9 @@ from urllib.parse import urljoin
 import schemathesis
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..core.documents import DocumentSet
-from ..core.pipeline import Options, Pipeline
-from ..core.spec import HTTP_METHODS, SpecIndex
+from ..pipeline.pipeline import Options, Pipeline
+from ..spec.documents import DocumentSet
+from ..spec.index import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
 from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
 from .examples import add_examples, caller_for, usable_token, write

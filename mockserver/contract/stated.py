@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.documents import DocumentSet, RefError
-from ..core.spec import Operation, Schema
+from ..spec.documents import DocumentSet, RefError
+from ..spec.index import Operation, Schema
 
 ORDER_KEY = "x-order"
 SEALED_KEY = "x-sealed"

@@ -2,7 +2,8 @@
 behind a load test must not pay for a web framework's routing twice. Flask serves what is the mock's own, the
 control API under /__mock/, and is the app object users get: `create_app` returns a Flask app whose `wsgi_app`
 is wrapped, as Flask's docs recommend for middleware. This layer adds only what HTTP needs: CORS, the access log,
-the journal, latency and broken connections; everything else lives in `mockserver.core`."""
+the journal, latency and broken connections; everything else lives in the pure packages (`pipeline`, `spec`,
+`fixtures`, `state`, `base`)."""
 from __future__ import annotations
 
 import logging
@@ -18,10 +19,10 @@ from urllib.parse import quote
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from ..core.errors import MockError
-from ..core.http import MockRequest, MockResponse, sent_body
-from ..core.pipeline import Options, Pipeline
-from ..core.state import open_store
+from ..base.errors import MockError
+from ..base.http import MockRequest, MockResponse, sent_body
+from ..pipeline.pipeline import Options, Pipeline
+from ..state import open_store
 from .access import ACCESS
 from .control import PREFIX, control_blueprint
 from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers

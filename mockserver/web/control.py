@@ -19,13 +19,13 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
-from ..core.documents import read_document
-from ..core.drift import DriftLog
-from ..core.errors import MockError
-from ..core.json_values import JsonRefused, parse_json
-from ..core.pipeline import Pipeline
-from ..core.scenarios import ScenarioError
-from ..core.state import SESSION_COOKIE, SESSION_HEADER, check_session
+from ..base.errors import MockError
+from ..base.json_values import JsonRefused, parse_json
+from ..pipeline.pipeline import Pipeline
+from ..pipeline.scenarios import ScenarioError
+from ..spec.documents import read_document
+from ..state import SESSION_COOKIE, SESSION_HEADER, check_session
+from ..tools.drift import DriftLog
 from .cors import ControlOrigins
 
 PREFIX = "/__mock"

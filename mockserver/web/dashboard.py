@@ -22,11 +22,11 @@ from weakref import WeakKeyDictionary
 
 from flask import Blueprint, Response, render_template, send_from_directory
 
-from ..core.answers import pick_media_type
-from ..core.errors import MockError
-from ..core.fixture_values import caller_for, derive, usable_token
-from ..core.pipeline import Pipeline
-from ..core.spec import Operation, SpecIndex, examples_of
+from ..base.errors import MockError
+from ..pipeline.answers import pick_media_type
+from ..pipeline.fixture_values import caller_for, derive, usable_token
+from ..pipeline.pipeline import Pipeline
+from ..spec.index import Operation, SpecIndex, examples_of
 from .control import PREFIX, session_param
 
 SWAGGER_UI = str(files("flask_swagger_ui") / "dist")

@@ -1,6 +1,6 @@
 """`mockserver proxy` and `record`: the described API's requests go to a real deployment and its answers come back
-unchanged; each exchange is checked against the description (`core.drift`) and, when recording, saved as
-fixtures (learnt by `core.recorder`, written by `web/recording.py`). With fallback, the mock answers what the
+unchanged; each exchange is checked against the description (`tools.drift`) and, when recording, saved as
+fixtures (learnt by `tools.recorder`, written by `web/recording.py`). With fallback, the mock answers what the
 deployment cannot (down, too slow, 501), so a frontend keeps working while the backend does not. It plugs into
 `MockWSGI` in place of `Pipeline.handle`, so CORS, the journal, the access log and the control API work as they
 do for the mock."""
@@ -12,10 +12,10 @@ import logging
 import re
 from urllib.parse import urlsplit
 
-from ..core.drift import DriftLog, check
-from ..core.errors import MockError
-from ..core.http import MockRequest, MockResponse
-from ..core.pipeline import Pipeline
+from ..base.errors import MockError
+from ..base.http import MockRequest, MockResponse
+from ..pipeline.pipeline import Pipeline
+from ..tools.drift import DriftLog, check
 from .recording import Recorder
 
 log = logging.getLogger("mockserver.proxy")

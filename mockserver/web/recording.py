@@ -1,4 +1,4 @@
-"""`mockserver record`'s files: what `core.recorder.Recording` learns, written into the recording's folder after
+"""`mockserver record`'s files: what `tools.recorder.Recording` learns, written into the recording's folder after
 every exchange (whole files, or not at all), and an earlier recording in the same folder read back so a new one
 merges with it. The only place a recording touches the disk."""
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import yaml
 
-from ..core.documents import inside, outside_message, read_document
-from ..core.drift import Exchange
-from ..core.errors import LoadError, Problem
-from ..core.pipeline import Pipeline
-from ..core.recorder import Recording
+from ..base.errors import LoadError, Problem
+from ..pipeline.pipeline import Pipeline
+from ..spec.documents import inside, outside_message, read_document
+from ..tools.drift import Exchange
+from ..tools.recorder import Recording
 
 log = logging.getLogger("mockserver.record")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

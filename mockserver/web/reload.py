@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import LoadError
-from ..core.pipeline import Pipeline
+from ..base.errors import LoadError
+from ..pipeline.pipeline import Pipeline
 
 log = logging.getLogger("mockserver.reload")
 _SUFFIXES = (".yaml", ".yml", ".json")

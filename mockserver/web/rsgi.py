@@ -20,9 +20,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..core.errors import MockError
-from ..core.http import MockRequest, MockResponse
-from ..core.state import SESSION_HEADER
+from ..base.errors import MockError
+from ..base.http import MockRequest, MockResponse
+from ..state import SESSION_HEADER
 from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access, sent_body
 from .cors import is_preflight, preflight_headers
 

@@ -1,4 +1,4 @@
-"""The same read asked again within a second gets the answer already made (core/answer_cache.py), and nothing a
+"""The same read asked again within a second gets the answer already made (pipeline/answer_cache.py), and nothing a
 user can see tells it apart from a fresh one: each call has its own request id, is journaled and counted; a
 scenario, another caller, another Accept or a write in stateful mode each get their own answer."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, OTHER, body
 from mockserver import create_app, pipeline_of
-from mockserver.core import answer_cache
+from mockserver.pipeline import answer_cache
 
 PETS = Path(__file__).resolve().parents[1] / "data" / "pets"
 
@@ -68,7 +68,7 @@ def test_a_kept_answer_is_made_again_once_its_second_is_over(client, monkeypatch
     """Past TTL_S the answer is made afresh: a page's next cursor is then signed anew."""
     now = [1000.0]
     monkeypatch.setattr(answer_cache.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr("mockserver.core.query.time.time", lambda: now[0] + 1_800_000_000)
+    monkeypatch.setattr("mockserver.pipeline.query.time.time", lambda: now[0] + 1_800_000_000)
     first = body(client.get("/v1/test-sets?limit=3", headers=DEMO))["nextCursor"]
     now[0] += answer_cache.TTL_S / 2
     assert body(client.get("/v1/test-sets?limit=3", headers=DEMO))["nextCursor"] == first  # kept

@@ -423,7 +423,7 @@ def test_a_deprecated_operation_says_so_in_a_header(write):
     ("application/json", True), ("application/problem+json; charset=utf-8", True), ("APPLICATION/JSON", True),
     ("application/x-ndjson", False), ("text/plain", False), (None, False)])
 def test_one_answer_to_is_this_json(media_type, expected):
-    from mockserver.core.http import is_json
+    from mockserver.base.http import is_json
 
     assert is_json(media_type) is expected
 def test_a_list_sent_in_the_body_is_echoed_and_its_items_too(write):

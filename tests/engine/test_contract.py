@@ -30,8 +30,8 @@ from mockserver.cli import main
 from mockserver.contract import load_contract
 from mockserver.contract.data import load as load_data
 from mockserver.contract.links import Exchange, evaluate, links_to, values
-from mockserver.core.fixture_values import caller_for, derive
-from mockserver.core.spec import SpecIndex
+from mockserver.pipeline.fixture_values import caller_for, derive
+from mockserver.spec.index import SpecIndex
 from mockserver.testing import MockServer
 from mockserver.web.app import pipeline_of
 from stand_ins import Served, ids_elsewhere

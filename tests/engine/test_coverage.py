@@ -181,7 +181,7 @@ def test_defaults_and_enums_anywhere(write, journal_size):
 
 
 def test_past_the_counted_kinds_calls_are_still_counted_and_it_says_so(write, monkeypatch):
-    from mockserver.core.state import memory
+    from mockserver.state import memory
 
     monkeypatch.setattr(memory, "COUNTED_KINDS", 1)
     client = create_app(write("edges.yaml", EDGES), journal_size=1).test_client()

@@ -14,10 +14,10 @@ import yaml
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, SHARED
 from mockserver.cli import main
-from mockserver.core.diff import Change, diff
-from mockserver.core.documents import read_document
-from mockserver.core.spec import SpecIndex
+from mockserver.spec.documents import read_document
+from mockserver.spec.index import SpecIndex
 from mockserver.testing import MockServer
+from mockserver.tools.diff import Change, diff
 
 
 def _base() -> dict[str, Any]:

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import LIBRARY, PARSED
 from mockserver import cache
+from mockserver.base.errors import LoadError
 from mockserver.cache import DiskCache
-from mockserver.core.documents import DocumentSet, RefError, read_document, use_parse_cache
-from mockserver.core.errors import LoadError
+from mockserver.spec.documents import DocumentSet, RefError, read_document, use_parse_cache
 
 
 def test_lines_are_kept_per_pointer(write):

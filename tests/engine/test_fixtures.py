@@ -3,7 +3,7 @@ import pytest
 
 from conftest import LIBRARY
 from mockserver import create_app
-from mockserver.core.errors import LoadError
+from mockserver.base.errors import LoadError
 
 SPEC = LIBRARY / "openapi.yaml"
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT, body, free_port
 from mockserver import create_app
-from mockserver.core.errors import LoadError
+from mockserver.base.errors import LoadError
 
 DESCRIPTION = """\
 openapi: 3.1.0

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from mockserver.core.generation import GenerationError, SchemaGenerator
+from mockserver.pipeline.generation import GenerationError, SchemaGenerator
 
 BASE = "mem://doc"
 SEEDS = range(12)

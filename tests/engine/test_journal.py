@@ -1,9 +1,9 @@
 """The request journal: newest last, filtered, bounded, credentials masked."""
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
 from mockserver import create_app
-from mockserver.core.journal import Journal
-from mockserver.core.secrets import mask
-from mockserver.core.state.memory import MemoryStore
+from mockserver.spec.secrets import mask
+from mockserver.state.journal import Journal
+from mockserver.state.memory import MemoryStore
 from mockserver.web.app import pipeline_of
 
 

@@ -3,8 +3,8 @@ import pytest
 
 from conftest import body
 from mockserver import create_app
-from mockserver.core.errors import MockError
-from mockserver.core.negotiation import negotiate
+from mockserver.base.errors import MockError
+from mockserver.pipeline.negotiation import negotiate
 
 SPEC = """\
 openapi: 3.1.0

@@ -3,8 +3,8 @@ import time
 import pytest
 from itsdangerous import TimestampSigner
 
-from mockserver.core.errors import MockError
-from mockserver.core.pagination import CursorSealer
+from mockserver.base.errors import MockError
+from mockserver.pipeline.pagination import CursorSealer
 
 
 def reason(exc: pytest.ExceptionInfo[MockError]) -> str:

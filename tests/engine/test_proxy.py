@@ -9,7 +9,7 @@ from werkzeug.test import Client
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, body, free_port
 from mockserver import create_app
-from mockserver.core.pipeline import Pipeline
+from mockserver.pipeline.pipeline import Pipeline
 from mockserver.web.app import MockWSGI
 from mockserver.web.proxy import Proxy
 from stand_ins import Served, drifting, not_implemented

@@ -15,7 +15,7 @@ def test_the_public_names():
 
 
 def test_the_core_and_the_pytest_plugin_load_no_flask():
-    code = ("import sys, mockserver.core.pipeline, mockserver.pytest_plugin; "
+    code = ("import sys, mockserver.pipeline.pipeline, mockserver.pytest_plugin; "
             "print(sorted(m for m in ('flask', 'werkzeug') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "[]"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
-from mockserver.core.drift import check
-from mockserver.core.http import MockRequest
-from mockserver.core.pipeline import Pipeline
-from mockserver.core.recorder import Recording
+from mockserver.base.http import MockRequest
+from mockserver.pipeline.pipeline import Pipeline
+from mockserver.tools.drift import check
+from mockserver.tools.recorder import Recording
 
 
 def exchange(pipeline: Pipeline, path: str, query: str = "", headers: dict[str, str] | None = None):

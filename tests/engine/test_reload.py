@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body, serving
 from mockserver import create_app
-from mockserver.core.pipeline import Pipeline
+from mockserver.pipeline.pipeline import Pipeline
 from mockserver.web import reload
 from mockserver.web.app import MOCK_KEY
 from mockserver.web.reload import Reloader

@@ -1,8 +1,8 @@
 import pytest
 
-from mockserver.core.errors import MockError
-from mockserver.core.router import Router
-from mockserver.core.spec import Operation
+from mockserver.base.errors import MockError
+from mockserver.pipeline.router import Router
+from mockserver.spec.index import Operation
 
 
 def op(method: str, path: str) -> Operation:

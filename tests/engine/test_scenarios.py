@@ -163,7 +163,7 @@ def test_a_malformed_scenario_is_400_saying_where(client, scenario, pointer, rul
 def test_a_bad_scenario_in_the_fixtures_stops_start_up(write, tmp_path):
     import shutil
 
-    from mockserver.core.errors import LoadError
+    from mockserver.base.errors import LoadError
 
     shutil.copytree(KINDGI_FIXTURES, tmp_path / "fx")
     write("fx/zz-bad.yaml", "scenarios:\n  - operationId: listTestSets\n    status: 418\n")

@@ -3,7 +3,7 @@ type, `const`/`enum`, or a property's `const`/`enum`), and say exactly what json
 import pytest
 from jsonschema import Draft202012Validator
 
-from mockserver.core.schemas import FORMAT_CHECKER, Validator
+from mockserver.spec.schemas import FORMAT_CHECKER, Validator
 
 SHAPES = {
     "$defs": {

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import body
 from mockserver import create_app
-from mockserver.core.errors import LoadError
+from mockserver.base.errors import LoadError
 
 HEAD = "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n"
 

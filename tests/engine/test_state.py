@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from conftest import free_port
-from mockserver.core.journal import Call, Entry
-from mockserver.core.state import Book, Record, StateError, Store, open_store, redis_store, unit
-from mockserver.core.state.memory import MemoryStore
+from mockserver.state import Book, Record, StateError, Store, open_store, redis_store, unit
+from mockserver.state.memory import MemoryStore
+from mockserver.state.records import Call, Entry
 
 
 def entry(path: str, status: int = 200, session: str | None = None) -> tuple[Entry, Call, str | None]:

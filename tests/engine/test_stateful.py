@@ -18,8 +18,8 @@ from flask.testing import FlaskClient
 
 from conftest import SHARED, body
 from mockserver import create_app
-from mockserver.core.errors import LoadError
-from mockserver.core.stateful import rank_between
+from mockserver.base.errors import LoadError
+from mockserver.pipeline.stateful import rank_between
 from mockserver.web.app import MOCK_KEY
 
 PETS = Path(__file__).resolve().parents[1] / "data" / "pets"

@@ -20,8 +20,8 @@ from flask.testing import FlaskClient
 
 from conftest import body, serving
 from mockserver import create_app
-from mockserver.core.errors import LoadError
-from mockserver.core.state import Rows
+from mockserver.base.errors import LoadError
+from mockserver.state import Rows
 from mockserver.web.app import pipeline_of
 
 PETS = Path(__file__).resolve().parents[1] / "data" / "pets"

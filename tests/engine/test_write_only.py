@@ -3,7 +3,7 @@ import pytest
 
 from conftest import body
 from mockserver import create_app
-from mockserver.core.errors import LoadError
+from mockserver.base.errors import LoadError
 
 WRITE_ONLY = """\
 openapi: 3.0.3
@@ -74,7 +74,7 @@ def test_a_fixture_answer_with_a_write_only_property_is_refused_at_start_up(writ
 
 
 def test_cut_follows_refs_allof_anyof_and_arrays_and_names_each_place():
-    from mockserver.core.write_only import WriteOnly
+    from mockserver.spec.write_only import WriteOnly
 
     components = {
         "Secret": {"type": "string", "writeOnly": True},

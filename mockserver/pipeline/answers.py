@@ -1,0 +1,448 @@
+"""Picking the answer of an operation: its fixture (a list, an item, or a fixed answer, after the fixture's
+`require` and `reject` rules), else an example from the description, else data generated from the schema.
+
+Everything a fixture can serve is checked against the description here, at start-up; a problem names the fixture
+file, line and pointer, and the schema rule."""
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ..base.errors import MockError, Problem
+from ..base.http import is_json
+from ..base.pointers import pointer_join, unescape_token
+from ..fixtures.loading import Collection, FixtureSet, Located
+from ..spec.index import MediaType, Operation, SpecIndex
+from ..spec.schema_walk import SchemaWalk
+from ..spec.schemas import instance_pointer, iter_errors
+from ..spec.write_only import WriteOnly
+from ..state import Store
+from ..state.memory import MemoryStore
+from .echo import Echo
+from .envelope import fill
+from .generation import GenerationError, SchemaGenerator
+from .negotiation import negotiate
+from .pagination import CursorSealer
+from .query import ItemQuery, ListQuery, page_names, to_json
+from .request_validation import ValidRequest
+from .rules import Condition, Context, Filter, compile_condition
+from .stateful import ITEMS_LIMIT, LiveCollection, Write
+
+GENERATED_CACHE_SIZE = 2048
+GENERATION_ATTEMPTS = 8
+WRITES = {"create": "into", "update": "in", "replace": "in", "delete": "from"}  # a write and its collection key
+
+
+@dataclass
+class Answer:
+    status: int
+    payload: Any
+    media_type: str | None
+    source: str  # fixture, example, generated
+    headers: dict[str, str] = field(default_factory=dict)
+    origin: str = ""  # where a fixture answer came from (file:line), for contract-violation messages
+    body: bytes | None = None  # already serialised (a page joined from JSON made at start-up)
+    prechecked: bool = False  # its body was checked against the description already
+    key: tuple[str, str, str] | None = None  # a generated answer's identity: operation, media type, request
+
+
+@dataclass
+class _ErrorRule:
+    status: int
+    code: str | None
+    message: str | None
+    details: dict[str, Any] | None
+
+    def raise_for(self, ctx: Context, default_message: str) -> None:
+        values = {f"{loc}.{k}": v for loc in ("path", "query") for k, v in getattr(ctx.request, loc).items()}
+        message = fill(self.message, values) if self.message else default_message
+        raise MockError(self.status, message, code=self.code,
+                        details=fill(self.details, values) if self.details else None)
+
+
+@dataclass
+class _Respond:
+    when: Condition | None
+    answer: Answer
+
+
+@dataclass
+class OperationFixture:
+    requires: list[tuple[Collection, list[Filter], _ErrorRule]] = field(default_factory=list)
+    rejects: list[tuple[Condition, _ErrorRule]] = field(default_factory=list)
+    listing: ListQuery | None = None
+    item: ItemQuery | None = None
+    respond: list[_Respond] = field(default_factory=list)
+    write: Write | None = None
+    origin: str = ""
+
+
+def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
+    """JSON first, as most clients expect it; otherwise the first declared."""
+    return negotiate(content, None)
+
+
+class Answers:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0,
+                 store: Store | None = None, max_items: int = ITEMS_LIMIT) -> None:
+        """`store` keeps what operations declared as writes change (per session); `max_items` bounds each
+        written collection per session."""
+        self.spec = spec
+        self.store = store or MemoryStore()
+        self.seed = seed
+        self.generator = SchemaGenerator(spec.docs.resolve)
+        self.write_only = WriteOnly(spec.docs.resolve)
+        self.echo = Echo(SchemaWalk(spec.docs.resolve))
+        self.problems: list[Problem] = []
+        self.fixtures: dict[str, OperationFixture] = {}
+        self._generated: dict[tuple[str, str, str], Answer] = {}
+        self.warnings: list[Problem] = []
+        # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
+        self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._usable = self._check_examples()
+        # the collections some operation writes to: their reads go through the store (the others' never do)
+        self.live = {located.value[kind][into]: LiveCollection(fixtures.collections[located.value[kind][into]],
+                                                                max_items)
+                     for located in fixtures.operations.values() for kind, into in WRITES.items()
+                     if kind in located.value and located.value[kind][into] in fixtures.collections}
+        for op_id, located in fixtures.operations.items():
+            op = spec.operations.get(op_id)
+            if op is None:
+                self.problems.append(located.problem(f"no operation {op_id!r} in the description; it has: "
+                                                     + ", ".join(sorted(spec.operations)), "operationId"))
+                continue
+            self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
+        self._prepare_live()
+
+    # -- start-up ------------------------------------------------------------------------------------------
+    def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
+        collection = fixtures.collections.get(name)
+        if collection is None:
+            known = ", ".join(sorted(fixtures.collections)) or "none"
+            self.problems.append(located.problem(f"no collection {name!r} (collections: {known})", "from", *where))
+        return collection
+
+    def _error_rule(self, op: Operation, raw: dict[str, Any], located: Located, *where: Any) -> _ErrorRule:
+        status = raw["status"]
+        if not op.declares(status):
+            self.problems.append(located.problem(f"{op.id} does not declare status {status}; it declares "
+                                                 + ", ".join(op.declared_statuses), "status", *where, "status"))
+        return _ErrorRule(status, raw.get("code"), raw.get("message"), raw.get("details"))
+
+    def _compile(self, op: Operation, located: Located, fixtures: FixtureSet, sealer: CursorSealer) -> OperationFixture:
+        config = located.value
+        result = OperationFixture(origin=f"{located.doc.path}:{located.doc.line(located.pointer)}")
+        for i, raw in enumerate(config.get("require", [])):
+            collection = self._collection(raw["from"], fixtures, located, "require", i)
+            if collection:
+                result.requires.append((collection, [Filter(f) for f in raw["where"]],
+                                        self._error_rule(op, raw, located, "require", i)))
+        for i, raw in enumerate(config.get("reject", [])):
+            result.rejects.append((compile_condition(raw["when"]), self._error_rule(op, raw, located, "reject", i)))
+        if "list" in config:
+            collection = self._collection(config["list"]["from"], fixtures, located, "list", "from")
+            if collection:
+                limit = next((p for p in op.parameters if p.location == "query"
+                              and p.name == page_names(config["list"])["limit"]), None)
+                result.listing = ListQuery(op.id, config["list"], collection, sealer, limit.default if limit else None)
+                self._check_items(op, result.listing, located)
+                if collection.name in self.live:
+                    self.live[collection.name].lists[op.id] = result.listing
+        if "item" in config:
+            collection = self._collection(config["item"]["from"], fixtures, located, "item", "from")
+            if collection:
+                result.item = ItemQuery(config["item"], collection)
+                self._check_collection(op, collection, wrap=None)
+        kind = next((k for k in WRITES if k in config), None)
+        if kind is not None:
+            result.write = self._write(op, kind, located, fixtures)
+        for i, raw in enumerate(config.get("respond", [])):
+            answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
+                            dict(raw.get("headers", {})),
+                            f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}")
+            self._check_body(op, answer, located, "respond", i, "body")
+            result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
+        return result
+
+    def _write(self, op: Operation, kind: str, located: Located, fixtures: FixtureSet) -> Write | None:
+        """A declared write: its collection must have a key (the create's own `key` can give it one) and an
+        operation that creates, updates or replaces must take a request body."""
+        raw = located.value[kind]
+        collection = self._collection(raw[WRITES[kind]], fixtures, located, kind, WRITES[kind])
+        if collection is None:
+            return None
+        if kind == "create" and "key" in raw:
+            if collection.key and collection.key != [raw["key"]]:
+                self.problems.append(located.problem(f"the collection {collection.name!r} has the key "
+                                                     f"{collection.key}, not {raw['key']!r}", "key", kind, "key"))
+            collection.key = collection.key or [raw["key"]]
+        if not collection.key:
+            self.problems.append(located.problem(f"{kind} needs items with a key: give the collection "
+                                                 f"{collection.name!r} a `key` (or the create a `key`)", "key", kind))
+        if kind != "delete" and op.request_body is None:
+            self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
+                                                 kind))
+        media, _ = self._success_schema(op)
+        own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
+                     self.generator, own)
+
+    def versions(self, session: str | None) -> tuple[str | None, ...]:
+        """The version of each written collection as the session sees it: what a kept answer was made from."""
+        return tuple(live.view(self.store, session).version for live in self.live.values())
+
+    def _prepare_live(self) -> None:
+        """What the reads of each written collection answer with: every item written must fit them, and the
+        item's schema (an item read's, else a list's items', else the create's answer) says which properties
+        the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
+        walk = SchemaWalk(self.spec.docs.resolve)
+        schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
+        bodies: dict[str, list[tuple[Any, str]] | None] = {}  # its writes' bodies (None: one has none)
+        for op_id, fixture in self.fixtures.items():
+            if fixture.write is not None and fixture.write.kind != "delete":
+                body = self.spec.operations[op_id].request_body
+                media = pick_media_type(body.content) if body else None
+                known = bodies.get(fixture.write.live.name, [])
+                bodies[fixture.write.live.name] = (None if known is None or media is None or media.schema is None
+                                                   else [*known, (media.schema.node, media.schema.uri)])
+            media, _ = self._success_schema(self.spec.operations[op_id])
+            if media is None or media.schema is None:
+                continue
+            node, uri, validator = media.schema.node, media.schema.uri, media.schema.validator
+            if fixture.listing is not None and fixture.listing.collection.name in self.live:
+                query = fixture.listing
+                self.live[query.collection.name].checks.append((op_id, validator, partial(_wrapped, query)))
+                items = walk.items(*(walk.deref(node, uri) if query.bare else
+                                     walk.property(node, uri, query.items_field)))
+                if items[0] is not None:
+                    schemas.setdefault(query.collection.name, {}).setdefault("list", items)
+            if fixture.item is not None and fixture.item.collection.name in self.live:
+                self.live[fixture.item.collection.name].checks.append((op_id, validator, lambda item: item))
+                schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", (node, uri))
+            if fixture.write is not None and fixture.write.kind == "create":
+                schemas.setdefault(fixture.write.live.name, {}).setdefault("create", (node, uri))
+        for name, live in self.live.items():
+            found = schemas.get(name, {})
+            live.schema = found.get("item") or found.get("list") or found.get("create")
+            live.prepare(walk, self.write_only, bodies.get(name))
+
+    def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
+        status = op.success_status
+        response = op.response(status)
+        media = pick_media_type(response.content) if response else None
+        return media, status
+
+    def _check_items(self, op: Operation, query: ListQuery, located: Located) -> None:
+        """Each item as it would be served, inside a one-item page, and the page's own fields, against the
+        success response's schema: pages built from them need no check per request."""
+        self._check_collection(op, query.collection, lambda item: query.wrap([item]),
+                               pointer_join("", query.items_field, 0) if not query.bare else "/0")
+        media, _ = self._success_schema(op)
+        if media is None or media.schema is None:
+            return
+        for skeleton in query.skeletons():
+            for error in iter_errors(media.schema.validator, skeleton):
+                self.problems.append(located.problem(f"a page of {op.id} breaks its schema: {error.message}",
+                                                     str(error.validator), "list", "page"))
+    def _check_collection(self, op: Operation, collection: Collection, wrap: Any, prefix: str = "") -> None:
+        media, _ = self._success_schema(op)
+        if media is None or media.schema is None:
+            return
+        for index, item in enumerate(collection.items):
+            served = collection.public(item)
+            for error in iter_errors(media.schema.validator, wrap(served) if wrap else served):
+                pointer = instance_pointer(error)
+                inner = pointer[len(prefix):] if pointer.startswith(prefix) else pointer
+                self.problems.append(collection.item_problem(
+                    index, f"breaks the {op.id} response schema: {error.message}", str(error.validator), inner))
+                break  # one problem per item is enough to find it
+
+    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any) -> None:
+        response = op.response(answer.status)
+        if response is None:
+            self.problems.append(located.problem(f"{op.id} declares no status {answer.status}", "status", *where[:-1]))
+            return
+        media = response.content.get(answer.media_type) if answer.media_type else pick_media_type(response.content)
+        if media is None or media.schema is None:
+            return
+        for error in iter_errors(media.schema.validator, answer.payload):
+            self.problems.append(located.problem(f"breaks the {op.id} {answer.status} schema: {error.message}",
+                                                 str(error.validator), *where, *_tokens(instance_pointer(error))))
+
+    # -- request path --------------------------------------------------------------------------------------
+    def check_rules(self, op: Operation, ctx: Context) -> None:
+        """The fixture's `reject` and `require` rules: errors the API gives for this request, whatever answers."""
+        fixture = self.fixtures.get(op.id)
+        if fixture is None:
+            return
+        for condition, rule in fixture.rejects:
+            if condition(ctx):
+                rule.raise_for(ctx, "the request breaks a rule of this operation")
+        for collection, filters, rule in fixture.requires:
+            tests = [t for t in (f.bind(ctx) for f in filters) if t is not None]
+            live = self.live.get(collection.name)
+            items = live.view(self.store, ctx.session).items.values() if live else collection.items
+            if not any(all(t(item) for t in tests) for item in items):
+                shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
+                rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
+
+    def from_fixture(self, op: Operation, ctx: Context, media: MediaType | None) -> Answer | None:
+        """Fixtures hold JSON: they answer when the client accepts it (`media` is the negotiated type)."""
+        fixture = self.fixtures.get(op.id)
+        if fixture is None or (media is not None and not is_json(media.name)):
+            return None
+        status = op.success_status
+        media_type = media.name if media else "application/json"
+        if fixture.write is not None:
+            payload, headers = fixture.write.apply(ctx, self.store)
+            return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
+                          fixture.origin, prechecked=True)  # checked against this answer's schema as written
+        if fixture.listing is not None:
+            live = self.live.get(fixture.listing.collection.name)
+            page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
+            return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
+                          prechecked=True)
+        if fixture.item is not None:
+            live = self.live.get(fixture.item.collection.name)
+            pairs = live.view(self.store, ctx.session).pairs() if live else None
+            return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
+        for entry in fixture.respond:
+            if entry.when is None or entry.when(ctx):
+                answer = entry.answer
+                return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
+                              dict(answer.headers), answer.origin)
+        return None
+
+    def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
+        """The collections operations write to, as a session (None: the whole mock) sees them now: for the
+        control API, the first `shown` items as served."""
+        found = []
+        for name, live in sorted(self.live.items()):
+            view = live.view(self.store, session)
+            found.append({"name": name, "count": len(view.items), "written": view.version is not None,
+                          "items": list(view.served.values())[:shown]})
+        return found
+
+    def _check_examples(self) -> dict[tuple[str, str, str], str]:
+        """The first example of each answer (any declared response: `Prefer: code=` may ask for one) that fits its
+        own schema; one that does not is left out of the answers (said once, as a warning naming its place) and
+        the answer is generated instead. Asked for by name (`Prefer: example=`), it is still served, and the
+        response check says what it breaks. Examples lose their `writeOnly` properties, with a warning, as
+        answers must not carry them."""
+        usable: dict[tuple[str, str, str], str] = {}
+        for op in self.spec.operations.values():
+            for key, response in op.responses.items():
+                for media in response.content.values():
+                    where = (op.id, key, media.name)
+                    served = self._examples.setdefault(where, {})
+                    for name, value in media.examples.items():
+                        served[name], fits = self._served_example(op, media, name, value)
+                        if fits:
+                            usable.setdefault(where, name)
+        return usable
+
+    def _served_example(self, op: Operation, media: MediaType, name: str, value: Any) -> tuple[Any, bool]:
+        """The example as served (without `writeOnly` properties), and whether it fits its schema."""
+        if media.schema is None:
+            return value, True
+        value, cut = self.write_only.cut(value, media.schema.node, media.schema.uri)
+        file, line, pointer = self.spec.docs.location(media.schema.uri)
+        if cut:
+            self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} has writeOnly "
+                                         f"properties ({', '.join(cut)}); they are not served", "writeOnly", line))
+        error = next(iter_errors(media.schema.validator, value), None)
+        if error is not None:
+            self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
+                                         f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
+                                         "served unless asked for", str(error.validator), line))
+        return value, error is None
+
+    def from_example(self, op: Operation, media: MediaType | None, name: str | None = None,
+                     status: int | None = None) -> Answer | None:
+        """The first usable example of the answer with `status` (the success, unless `Prefer: code=` asks for
+        another); a named one (`Prefer: example=`) that the answer lacks is a 400 listing those it has, none
+        included."""
+        status = op.success_status if status is None else status
+        examples = media.examples if media else {}
+        if name is not None and name not in examples:
+            has = ", ".join(examples) or "none"
+            raise MockError(400, f"no example {name!r} for {op.id} {status}; it has: {has}",
+                            details={"examples": list(examples)})
+        if media is None or not examples:
+            return None
+        response = op.response(status)
+        assert response is not None  # media comes from it
+        where = (op.id, response.status, media.name)
+        chosen = name if name is not None else self._usable.get(where)
+        return Answer(status, self._examples[where][chosen], media.name, "example") if chosen is not None else None
+
+    def generated(self, op: Operation, media: MediaType | None, key: str, *, status: int | None = None,
+                  static: bool = True, request: ValidRequest | None = None) -> Answer:
+        """Data made up from the schema (static: its examples first, every optional property; else varied), made
+        to agree with the `request` (`echo.py`), the same for the same seed and request: so once it has been
+        made and checked (`remember`), it is served again as it was."""
+        status = op.success_status if status is None else status
+        if media is None or media.schema is None:
+            return Answer(status, None, media.name if media else None, "generated")
+        key = f"{key}|{status}|{'static' if static else 'dynamic'}"
+        identity = (op.id, media.name, key)
+        known = self._generated.get(identity)
+        if known is not None:
+            return known
+        valid: list[Any] = []  # the last value found to fit: the response check need not read it again
+
+        def fits(value: Any) -> bool:
+            if media.schema is None or not media.schema.validator.is_valid(value):
+                return False
+            valid[:] = [value]
+            return True
+
+        try:
+            # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
+            # with the next draw, a few times, before the response check has the last word
+            for attempt in range(GENERATION_ATTEMPTS):
+                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static)
+                if fits(payload):
+                    break
+            if request is not None:
+                def make_item(node: Any, uri: str, index: int) -> Any:
+                    return self._made(node, uri, f"{key}|item|{index}", static)
+                def make_value(node: Any, uri: str, salt: str) -> Any:
+                    return self._made(node, uri, salt, static)
+                payload = self.echo.apply(op, payload, media.schema.node, media.schema.uri, fits, request,
+                                          make_item, make_value)
+        except GenerationError as exc:
+            raise MockError(500, f"the mock cannot make up a value for this answer: {exc}",
+                            code="mock-cannot-generate", details={"schema": media.schema.uri}) from None
+        return Answer(status, payload, media.name, "generated", key=identity,
+                      prechecked=bool(valid) and valid[0] is payload)
+
+    def _made(self, node: Any, uri: str, key: str, static: bool) -> Any:
+        """A value generated for a schema, without its `writeOnly` properties."""
+        return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
+
+    def remember(self, answer: Answer) -> None:
+        """Keep a generated answer that passed the response check, serialised (bounded); once."""
+        if answer.key is None or self._generated.get(answer.key) is answer:
+            return
+        if len(self._generated) >= GENERATED_CACHE_SIZE:
+            self._generated.clear()
+        self._generated[answer.key] = Answer(
+            answer.status, answer.payload, answer.media_type, "generated", body=to_json(answer.payload)
+            if is_json(answer.media_type) else None, prechecked=True)
+
+    def rng(self, key: str) -> random.Random:
+        """Deterministic for a seed and a request: the same call gives the same data."""
+        return random.Random(zlib.crc32(f"{self.seed}|{key}".encode()))
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [unescape_token(t) for t in pointer.split("/")[1:]] if pointer else []
+
+
+def _wrapped(query: ListQuery, item: dict[str, Any]) -> Any:
+    """An item as a list's answer holds it: a stored item is checked against what the reads answer."""
+    return query.wrap([item])

@@ -1,0 +1,402 @@
+"""Where the stages meet. One request flows one way:
+match route → check auth → validate request → pick the answer → paginate → validate the response → serialize.
+Any stage may raise a MockError; it is rendered once, at the end, into the API's envelope."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import LoadError, MockError
+from ..base.http import MockRequest, MockResponse, is_json
+from ..base.json_values import MAX_DEPTH
+from ..fixtures.inference import infer
+from ..fixtures.loading import FixtureSet, load_fixtures
+from ..spec.index import Operation, SpecIndex, range_status
+from ..spec.secrets import Secrets
+from ..state import SESSION_TTL, STATE_TIMEOUT, Store, open_store, session_of
+from ..state.journal import Journal
+from . import startup
+from .answer_cache import AnswerCache
+from .answers import Answer, Answers, pick_media_type
+from .auth import Authenticator, Caller, Token, bearer_token
+from .coverage import CoverageModel
+from .envelope import ErrorRenderer
+from .negotiation import negotiate
+from .pagination import CursorSealer
+from .request_validation import RequestValidator, ValidRequest
+from .response_validation import ContractViolation, check_response
+from .router import Router
+from .rules import Context
+from .scenarios import Effect, Scenarios
+from .stateful import ITEMS_LIMIT
+from .xml_body import XmlWriter, is_xml
+
+log = logging.getLogger("mockserver")
+_SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+@dataclass
+class Options:
+    seed: int = 0
+    strict_auth: bool = False
+    validate_responses: bool = True
+    cursor_secret: str | None = None
+    journal_size: int = 1000
+    max_body: int = 1024 * 1024  # bytes; a larger body is 413
+    max_url: int = 8192  # bytes of path and query; longer is 414
+    max_header: int = 8192  # bytes of one header value; longer is 431
+    max_depth: int = MAX_DEPTH  # levels a JSON body (or JSON parameter, or control call) may nest; deeper is 400
+    accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
+    state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
+    session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
+    state_timeout: float = STATE_TIMEOUT  # seconds a call to a shared store may wait; then 503, never longer
+    max_items: int = ITEMS_LIMIT  # items a written collection may hold per session; past it, a create is 507
+    stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
+    dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
+    allow_outside: tuple[Path, ...] = ()  # folders besides their own that the description and fixtures may read
+
+
+@dataclass
+class Resolved:
+    """What the front half of the request path found out (`Pipeline.resolve`)."""
+
+    operation: Operation
+    path_params: dict[str, str]
+    query: dict[str, list[str]]
+    caller: Caller | None = None
+    valid: ValidRequest | None = None
+    errors: list[tuple[str, MockError]] = field(default_factory=list)
+
+
+def parse_prefer(header: str | None) -> dict[str, str]:
+    """RFC 7240: `Prefer: code=503, example=busy` (also `;`-separated, as Prism accepts)."""
+    result: dict[str, str] = {}
+    for part in re.split(r"[,;]", header or ""):
+        name, _, value = part.strip().partition("=")
+        if name:
+            result[name.strip().lower()] = value.strip().strip('"')
+    return result
+
+
+class Pipeline:
+    def __init__(self, spec: SpecIndex, fixtures: FixtureSet, options: Options | None = None,
+                 store: Store | None = None) -> None:
+        """`store`: where runtime state lives (kept across reloads, shared by workers when it is Redis); a memory
+        store of this process when None."""
+        self.spec = spec
+        self.fixtures = fixtures
+        self.options = options or Options()
+        self.store = store or open_store(None, journal_size=self.options.journal_size)
+        settings = fixtures.settings
+        self.request_id_header = settings.get("requestIdHeader", "X-Request-Id")
+        auth = settings.get("auth", {})
+        tokens = {name: Token(**raw) for name, raw in auth.get("tokens", {}).items()}
+        for number, name in enumerate(self.options.accept_tokens, 1):  # after the fixtures' own, never over one
+            tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
+        self.auth = Authenticator(spec.security_schemes, tokens,
+                                  default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
+        self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth)
+                           for op in spec.operations.values()}
+        self.router = Router(list(spec.operations.values()), spec.base_path,
+                             lambda op, values: self.validators[op.id].path_fits(values))
+        self.errors = ErrorRenderer(settings.get("errors"), spec)
+        # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
+        self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []
+        # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
+        # process sharing it
+        self.answers = Answers(spec, fixtures, CursorSealer(self.options.cursor_secret or self.store.secret()),
+                               seed=self.options.seed, store=self.store, max_items=self.options.max_items)
+        self.header_values = startup.declared_header_values(spec, self.request_id_header, self.answers)
+        self.xml = XmlWriter(spec.docs.resolve)
+        # with written collections a key carries each one's version (a write makes the next read's key new); a
+        # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
+        self.kept = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
+        self.coverage = CoverageModel(spec, self.router)
+        self.secrets = Secrets(spec, self.answers.write_only)
+        self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
+        self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
+                                   (settings.get("errors") or {}).get("template"))
+        self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
+                            for h in r.headers.values()
+                            if h.name.lower() == self.request_id_header.lower() and h.schema]
+        self.new_request_id = self._request_id_maker()
+        # values the mock itself sets: checked here once, so requests only check they are present
+        self._fixed_headers = frozenset({self.request_id_header.lower()} | {
+            name.lower() for values in self.header_values.values() for name in values})
+        problems = fixtures.problems + self.answers.problems
+        problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
+        problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,
+                                                self.new_request_id())
+        problems += startup.load_scenarios(fixtures, self.scenarios)
+        if problems:
+            raise LoadError(problems)
+        self.warnings = spec.warnings + self.answers.warnings  # said once, at start-up, by whoever serves
+
+    @classmethod
+    def load(cls, spec_path: Path, fixtures_path: Path | None, options: Options | None = None,
+             store: Store | None = None) -> Pipeline:
+        """Load and check everything; LoadError lists every problem of the description and the fixtures."""
+        allowed = (options or Options()).allow_outside
+        fixtures = load_fixtures(fixtures_path, allowed)
+        try:
+            spec = SpecIndex(spec_path, allowed)
+        except LoadError as exc:
+            raise LoadError(exc.problems + fixtures.problems) from None
+        return cls(spec, fixtures, options, store)
+
+    # -- request path --------------------------------------------------------------------------------------
+    def _request_id_maker(self) -> Callable[[], str]:
+        """Request ids shaped as the description declares them: `req_<hex>`, or a UUID where it says `uuid`."""
+        for maker in (lambda: "req_" + uuid.uuid4().hex, lambda: str(uuid.uuid4())):
+            if self._fits_id_schemas(maker()):
+                return maker
+        return lambda: str(uuid.uuid4())  # startup.check_fixed_headers says why it does not fit
+
+    def _fits_id_schemas(self, value: str) -> bool:
+        return all(schema.validator.is_valid(value) for schema in self._id_schemas)
+
+    def request_id(self, request: MockRequest) -> str:
+        """The caller's own id when it is sane (and fits the description), else a new one: never echoed raw."""
+        given = request.header(self.request_id_header)
+        if given and _SANE_ID.match(given) and (not self._id_schemas or self._fits_id_schemas(given)):
+            return given
+        return self.new_request_id()
+
+    def handle(self, request: MockRequest) -> MockResponse:
+        request_id = self.request_id(request)
+        op: Operation | None = None
+        effect: Effect | None = None
+        session, session_error = None, None
+        try:
+            session = session_of(request)
+        except MockError as error:
+            session_error = error
+        try:
+            resolved = self.resolve(request)
+            op = resolved.operation  # known first, so a refusal below takes the operation's own error shape
+            if resolved.errors:
+                raise resolved.errors[0][1]
+            if session_error is not None:
+                raise session_error
+            self.store.check()
+            query, caller, valid = resolved.query, resolved.caller, resolved.valid
+            assert caller is not None and valid is not None  # resolve raised otherwise
+            prefer = parse_prefer(request.header("prefer"))
+            if "code" in prefer and (preferred := self._preferred_error(op, prefer["code"])) is not None:
+                raise preferred
+            effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
+                                           session)
+            if effect is not None and effect.error is not None:
+                raise effect.error
+            if effect is not None and effect.undeclared:
+                response = self._gateway_answer(op, effect, request_id)
+            else:
+                response = self._respond(op, Context(valid, caller, session, request.path), prefer, request,
+                                         effect, request_id)
+        except MockError as error:
+            if isinstance(error, ContractViolation):
+                log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)
+            response = self.error_response(error, request_id, op)
+            if effect is not None and effect.error is error:
+                response.source = "scenario-undeclared" if effect.undeclared else "scenario"
+        if effect is not None:
+            response.scenario_id, response.delay_ms, response.disconnect = (
+                effect.scenario_id, effect.delay_ms, effect.disconnect)
+        response.session = session
+        return response
+
+    def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+                 effect: Effect | None, request_id: str) -> MockResponse:
+        """The answer of a request that passed every check, validated against the description; the same request
+        again within a second is given the same answer (pipeline/answer_cache.py)."""
+        key = None
+        if effect is None and not self._dynamic(prefer):
+            key = self.kept.key(op.id, request, ctx.caller.key, ctx.session,
+                                partial(self.answers.versions, ctx.session))
+            kept = self.kept.get(key) if key is not None else None
+            if kept is not None:
+                return MockResponse(kept.status, kept.body, kept.media_type,
+                                    {**kept.headers, self.request_id_header: request_id}, kept.source, op.id,
+                                    kept.payload)
+        answer = self._answer(op, ctx, prefer, request, effect)
+        headers = {**self.declared_headers(op, answer.status), **answer.headers}
+        if op.deprecated:
+            headers.setdefault("Deprecation", "true")  # as Prism says it: a client sees it is on its way out
+        shared = dict(headers)
+        headers[self.request_id_header] = request_id
+        if self.options.validate_responses:
+            check_response(op, answer.status, answer.media_type, answer.payload, headers, answer.source,
+                           answer.origin, body_checked=answer.prechecked,
+                           fixed_headers=self._fixed_headers.difference(h.lower() for h in answer.headers))
+        if answer.source == "generated":
+            self.answers.remember(answer)
+        body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
+        if key is not None:
+            self.kept.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
+        return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
+
+    def _dynamic(self, prefer: dict[str, str]) -> bool:
+        """Whether this request's answer is varied generated data (`Prefer: dynamic=true`, or `--dynamic`)."""
+        asked = prefer.get("dynamic", "").lower()
+        return asked == "true" if asked else self.options.dynamic
+
+    def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
+        """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
+        429): as the scenario says, never validated, marked as such in the journal."""
+        return MockResponse(effect.status or 500, serialize(effect.body, effect.media_type), effect.media_type,
+                            {**effect.headers, self.request_id_header: request_id}, "scenario-undeclared", op.id,
+                            effect.body)
+
+    def resolve(self, request: MockRequest, *, limits: bool = True, collect: bool = False) -> Resolved:
+        """The front half of the request path, shared by the mock and the proxy's drift check: route, then the
+        size limits (`limits`), the caller, the valid inputs. A request that reaches no operation raises; after
+        that, a stage that refuses it is kept in `errors` (by stage: "limits", "auth", "request") and, unless
+        `collect`, the later stages are skipped."""
+        query = request.query() or {}  # not UTF-8: the request check says so, once the operation is known
+        match = self.router.match(request.method, request.path, query)
+        op = match.operation
+        resolved = Resolved(op, match.path_params, query)
+
+        def refused(stage: str, error: MockError) -> bool:
+            resolved.errors.append((stage, error))
+            return not collect
+
+        if limits:
+            try:
+                self._check_size(request)
+            except MockError as error:
+                if refused("limits", error):
+                    return resolved
+        try:
+            resolved.caller = self.auth.authenticate(op, request)
+        except MockError as error:
+            if refused("auth", error):
+                return resolved
+        try:
+            resolved.valid = self.validators[op.id].validate(request, match.path_params)
+        except MockError as error:
+            refused("request", error)
+        return resolved
+
+    def _check_size(self, request: MockRequest) -> None:
+        """Limits that protect the mock, answered in the API's envelope like any other refusal."""
+        options = self.options
+        if len(request.path) + len(request.query_string) > options.max_url:
+            raise MockError(414, f"the URL is longer than {options.max_url} bytes", code="uri-too-long",
+                            details={"limit": options.max_url})
+        for name, value in request.headers.items():
+            if len(value) > options.max_header:
+                raise MockError(431, f"the {name} header is longer than {options.max_header} bytes",
+                                code="header-too-large", details={"header": name, "limit": options.max_header})
+        if len(request.body) > options.max_body:
+            raise MockError(413, f"the request body is larger than {options.max_body} bytes",
+                            code="payload-too-large", details={"limit": options.max_body})
+
+    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+                effect: Effect | None) -> Answer:
+        """The answer, and for an XML media type its body written as XML along the response's schema (the
+        payload stays the value the response check reads)."""
+        answer = self._pick(op, ctx, prefer, request, effect)
+        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
+            return answer
+        response = op.response(answer.status)
+        media = response.content.get(answer.media_type or "") if response else None
+        schema = media.schema if media else None
+        body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
+        return dataclasses.replace(answer, body=body)
+
+    def _pick(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+              effect: Effect | None) -> Answer:
+        self.answers.check_rules(op, ctx)
+        if effect is not None and effect.status is not None:
+            declared = op.response(effect.status)
+            media = pick_media_type(declared.content) if declared else None
+            return Answer(effect.status, effect.body, media.name if media else None, "scenario",
+                          dict(effect.headers))
+        status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status
+        response = op.response(status)
+        media = negotiate(response.content, request.header("accept")) if response else None
+        if "example" in prefer:
+            answer = self.answers.from_example(op, media, prefer["example"], status)
+            if answer:
+                return answer
+        asked = prefer.get("dynamic", "").lower()
+        dynamic = self._dynamic(prefer)
+        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
+        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
+        if asked != "true" and status == op.success_status:
+            answer = self.answers.from_fixture(op, ctx, media)
+            if answer:
+                return answer
+        if not dynamic:
+            answer = self.answers.from_example(op, media, status=status)
+            if answer:
+                return answer
+        key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
+        return self.answers.generated(op, media, key, status=status, static=not dynamic, request=ctx.request)
+
+    def _preferred_error(self, op: Operation, code: str) -> MockError | None:
+        """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
+        that response's example or generated body); of a status the operation does not declare: 400."""
+        status = _preferred_status(op, code)
+        if status < 400:
+            return None
+        message, details = self.scenarios.declared(op, status)
+        return MockError(status, message, details=details)
+
+    def declared_headers(self, op: Operation, status: int) -> dict[str, str]:
+        """The header values fixed at start-up for the response that answers `status`: its own, else its range's
+        (`4XX`), else `default`'s."""
+        response = op.response(status)
+        return self.header_values.get((op.id, response.status), {}) if response is not None else {}
+
+    def refusal(self, status: int, message: str, request_line: str, reason: str | None = None) -> MockResponse:
+        """The answer to a request the HTTP server refuses before the app sees it, in the envelope (of the
+        operation the request line names, when it names one), never the server's own page."""
+        error = MockError(status, message, details={"reason": reason} if reason else None)
+        return self.error_response(error, self.new_request_id(), self.router.guess(request_line))
+
+    def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
+        payload = self.errors.body(error, request_id, op)
+        media_type = self.errors.media_type_for(error.status, op, error.code)
+        headers = {**(self.declared_headers(op, error.status) if op else {}), **error.headers,
+                   self.request_id_header: request_id}
+        return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
+                            op.id if op else None, payload)
+
+
+def _preferred_status(op: Operation, code: str) -> int:
+    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
+    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
+    upper = code.upper()
+    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
+        return range_status(upper)
+    if code.isdigit() and op.declares(int(code)):
+        return int(code)
+    declared = ", ".join(op.declared_statuses)
+    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
+                    details={"preferred": code, "declared": op.declared_statuses})
+
+
+def serialize(payload: Any, media_type: str | None) -> bytes:
+    if payload is None:
+        return b"null" if is_json(media_type) else b""  # JSON's null is a body; no content is not
+    if isinstance(payload, bytes):
+        return payload
+    if media_type and not is_json(media_type) and isinstance(payload, str):
+        return payload.encode()
+    if is_xml(media_type):
+        return _PLAIN_XML.write(payload, None, "")
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_PLAIN_XML = XmlWriter(None)

@@ -1,0 +1,449 @@
+"""Stateful mode: operations that `create` into a collection, `update` (JSON merge patch, RFC 7396) or `replace`
+an item their rules find, or `delete` it; the lists, items and `require` rules reading that collection then see
+the writes of the caller's session on top of the fixtures (without a session, the whole mock's own writes).
+
+Only collections some operation writes to pay for it: a `LiveCollection` keeps, per scope, the view it built from
+the store's rows (rebuilt when their version changes), so a read costs one look-up in the store.
+
+Ranks: each list gives every item a rank (a list of ints) when the item comes to exist, and the item keeps it:
+fixture items in the list's order, a created item between the neighbours the list's order gives it then. A cursor
+holds the rank of the last item served, so a page taken before a write goes on right after it: every item that
+existed when the cursor was issued and still exists is served once, none twice; an item created later shows on
+a later page when its rank comes after the cursor (it sorts after the last item served), else only in a new
+listing. An update keeps the item's place, even when it changes a field the list is ordered by."""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import uuid
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from ..base.errors import MockError
+from ..base.json_values import find_unservable, unservable_message
+from ..fixtures.loading import Collection
+from ..spec.index import Operation
+from ..spec.schema_walk import SchemaWalk
+from ..spec.schemas import instance_pointer, iter_errors
+from ..spec.write_only import WriteOnly
+from ..state import Rows, Store
+from .generation import SchemaGenerator
+from .query import Entry, ListQuery, Source, not_found, singular, to_json
+from .response_validation import ContractViolation
+from .rules import Context, Filter
+
+log = logging.getLogger("mockserver")
+GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
+ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
+VIEWS_KEPT = 1024  # scopes whose view of a collection is kept; beyond, they are built again
+_NOT_KNOWN = ""  # no version of the store's is ever "": asks for the rows whatever they are
+
+Schema = tuple[Any, str]  # a schema node and its URI
+
+
+def rank_between(before: list[int] | None, after: list[int] | None) -> list[int]:
+    """A rank strictly between two (None: the start or the end of the list), as short as the two allow."""
+    if after is None:
+        return [before[0] + GAP] if before else [0]
+    if before is None:
+        return [after[0] - GAP]
+    i = 0
+    while i < len(before) and i < len(after) and before[i] == after[i]:
+        i += 1
+    if i == len(before):  # `before` is the start of `after`
+        return after[:i] + [after[i] - GAP]
+    if after[i] - before[i] > 1:
+        return before[:i] + [(before[i] + after[i]) // 2]
+    return before[:i + 1] + [before[i + 1] + GAP if len(before) > i + 1 else GAP]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396: an object patch merges member by member, `null` removes; anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for name, value in patch.items():
+        if value is None:
+            result.pop(name, None)
+        else:
+            result[name] = merge_patch(result.get(name), value)
+    return result
+
+
+@dataclass
+class View:
+    """A collection as one scope sees it now: stored items by key (fixture order, then creation order), their
+    served form, and each list's entries in rank order."""
+
+    version: str | None
+    rows: Mapping[str, dict[str, Any]]
+    items: dict[str, dict[str, Any]]
+    served: dict[str, dict[str, Any]]
+    entries: dict[str, list[Entry]]
+    made: dict[str, Entry] = field(default_factory=dict)  # written items, served and serialised (rank unset)
+
+    def pairs(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        return ((item, self.served[key]) for key, item in self.items.items())
+
+    def find(self, ctx: Context, where: list[Filter]) -> str | None:
+        tests = [t for t in (f.bind(ctx) for f in where) if t is not None]
+        return next((key for key, item in self.items.items() if all(t(item) for t in tests)), None)
+
+
+_GENERATED = object()  # a missing property's value is generated from the reads' schema
+
+
+@dataclass
+class _Fill:
+    """A property the mock gives a value (a `readOnly` one, or the key when the client sends none)."""
+
+    name: str
+    kind: str  # sequence, uuid, date-time, date, generated; missing: required by reads, filled where left out
+    schema: Schema
+    default: Any = field(default_factory=lambda: _GENERATED)  # a missing one's value; else one is generated
+
+
+@dataclass
+class LiveCollection:
+    """A collection some operation writes to. `lists` (operation id → query) and `schema` (what reads answer an
+    item with) are set while the fixtures compile; `prepare` then makes the rest once."""
+
+    collection: Collection
+    limit: int
+    lists: dict[str, ListQuery] = field(default_factory=dict)
+    schema: Schema | None = None
+    checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
+    fills: list[_Fill] = field(default_factory=list)
+    _write_only: WriteOnly | None = None
+    _base: View | None = None
+    _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
+    _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
+    _views: dict[str | None, View] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.collection.name
+
+    def key_of(self, item: dict[str, Any]) -> str:
+        return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
+
+    def prepare(self, walk: SchemaWalk, write_only: WriteOnly, bodies: list[Schema] | None = None) -> None:
+        """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart). Besides
+        `readOnly` ones and the key, a property the reads require is filled where a create leaves it out (or
+        null) if it is the server's: one no write's body (`bodies`, when known) declares (FastAPI's
+        `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
+        self._write_only = write_only
+        if self.schema is not None:
+            seen: set[str] = set()
+            required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
+                        if isinstance(name, str)}
+            sendable: dict[str, Any] = {}
+            for body in bodies or []:
+                for part, uri in walk.parts(*body):
+                    for name, node in (part.get("properties") or {}).items():
+                        sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}")[0])
+            for part, uri in walk.parts(*self.schema):
+                for name, node in (part.get("properties") or {}).items():
+                    prop, prop_uri = walk.deref(node, f"{uri}/properties/{name}")
+                    if name in seen or not isinstance(prop, dict):
+                        continue
+                    if prop.get("readOnly") is True or name in self.collection.key:
+                        seen.add(name)
+                        self.fills.append(_Fill(name, _fill_kind(prop), (prop, prop_uri)))
+                    elif name in required and bodies is not None and (fill := self._missing(
+                            walk, name, (prop, prop_uri), sendable)) is not None:
+                        seen.add(name)
+                        self.fills.append(fill)
+        items = {self.key_of(item): item for item in self.collection.items}
+        served = {key: self.collection.public(item) for key, item in items.items()}
+        entries = {op_id: [Entry([e.rank * GAP], e.item, e.public, e.json) for e in query.entries]
+                   for op_id, query in self.lists.items()}
+        self._base = View(None, {}, items, served, entries)
+        self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
+        self._base_ranks = {op_id: {key: e.rank for key, e in zip(self._base_keys[op_id], entries[op_id])}
+                            for op_id in entries}
+
+    @staticmethod
+    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
+        """How the server fills a property its reads require when a create leaves it out: generated when no
+        write may send it; the body's `default`; null where the body may leave it out and the reads take null
+        (FastAPI's `team_name: str | None = None`); else it is not the server's (the write is refused)."""
+        if name not in sendable:
+            return _Fill(name, "missing", schema)
+        sent = sendable[name] if isinstance(sendable[name], dict) else {}
+        if "default" in sent:
+            return _Fill(name, "missing", schema, sent["default"])
+        if any(part.get("type") == "null" or (isinstance(part.get("type"), list) and "null" in part["type"])
+               for part, _ in walk.parts(*schema)):
+            return _Fill(name, "missing", schema, None)
+        return None
+
+    def in_fixtures(self, key: str) -> bool:
+        assert self._base is not None
+        return key in self._base.items
+
+    def base_row(self, key: str) -> dict[str, Any]:
+        """The row a fixture item's first write starts from: its ranks in every list."""
+        assert self._base is not None
+        return {"seq": -1, "ranks": {op_id: ranks[key] for op_id, ranks in self._base_ranks.items()}}
+
+    def _rank(self, view: View, op_id: str, key: str) -> list[int]:
+        """Where an item of the view stands in a list."""
+        row = view.rows.get(key)
+        if row is None:
+            return self._base_ranks[op_id][key]
+        return row["ranks"].get(op_id) or [1 << 62, row["seq"]]  # a list added since the write: at the end
+
+    def written(self, scope: str | None, view: View, updates: Mapping[str, dict[str, Any] | None],
+                rows: Rows) -> None:
+        """Keep the view after a write, made from the one the write started from: only the items it changed
+        are served and placed again, so a write costs no full rebuild."""
+        items, served, made = dict(view.items), dict(view.served), dict(view.made)
+        entries = {op_id: list(es) for op_id, es in view.entries.items()}
+        for key, row in updates.items():
+            if key in items:
+                for op_id, es in entries.items():
+                    at = bisect_left(es, self._rank(view, op_id, key), key=lambda e: e.rank)
+                    del es[at]
+            if row is None or row.get("gone"):
+                for part in (items, served, made):
+                    part.pop(key, None)
+                continue
+            public = self.serve(row["item"])
+            made[key] = entry = Entry(None, row["item"], public, to_json(public))
+            items[key], served[key] = row["item"], public
+            for op_id, es in entries.items():
+                insort(es, entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]),
+                       key=lambda e: e.rank)
+        self._keep(scope, View(rows.version, rows.rows, items, served, entries, made))
+
+    def _keep(self, scope: str | None, view: View) -> None:
+        if len(self._views) >= VIEWS_KEPT:
+            self._views.clear()
+        self._views[scope] = view
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def view(self, store: Store, scope: str | None) -> View:
+        kept = self._views.get(scope)
+        rows = store.live(scope, self.name, kept.version if kept else _NOT_KNOWN)
+        if rows is None:
+            assert kept is not None
+            return kept
+        return self.current(scope, rows)
+
+    def source(self, store: Store, scope: str | None, op_id: str) -> Source:
+        view = self.view(store, scope)
+        return Source(scope or "", f"{scope or ''}|{view.version}", view.entries[op_id])
+
+    def current(self, scope: str | None, rows: Rows) -> View:
+        """The view of these rows: the one kept for the scope when it is of their version (a write right after
+        a read builds nothing)."""
+        kept = self._views.get(scope)
+        if kept is not None and kept.version == rows.version:
+            return kept
+        view = self.build(rows, kept)
+        self._keep(scope, view)
+        return view
+
+    def build(self, rows: Rows, previous: View | None = None) -> View:
+        """The view of the rows; an item written the same in `previous` keeps its served form and JSON."""
+        base = self._base
+        assert base is not None, "prepare() first"
+        if rows.version is None:
+            return base
+        items, served = dict(base.items), dict(base.served)
+        written = {key: row for key, row in rows.rows.items() if key in items}
+        written.update(sorted(((k, r) for k, r in rows.rows.items() if k not in items), key=lambda kr: kr[1]["seq"]))
+        made: dict[str, Entry] = {}
+        for key, row in written.items():
+            before = previous.rows.get(key) if previous is not None else None
+            if before is not None and (before is row or before == row) and key in previous.made:  # type: ignore[union-attr]
+                made[key] = previous.made[key]  # type: ignore[union-attr]
+            elif not row.get("gone") and (entry := self._entry(key, row["item"])) is not None:
+                made[key] = entry
+            if key not in made:
+                items.pop(key, None)
+                served.pop(key, None)
+                continue
+            items[key], served[key] = row["item"], made[key].public
+        entries: dict[str, list[Entry]] = {}
+        for op_id, base_entries in base.entries.items():
+            kept = [e for e, key in zip(base_entries, self._base_keys[op_id]) if key not in written]
+            for key, entry in made.items():
+                row = written[key]
+                kept.append(entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]))
+            kept.sort(key=lambda e: e.rank)
+            entries[op_id] = kept
+        return View(rows.version, rows.rows, items, served, entries, made)
+
+    def _entry(self, key: str, item: dict[str, Any]) -> Entry | None:
+        """A stored item as served, with its JSON; None for one JSON cannot carry (written by an older mock, or
+        straight into Redis): it is left out of every read, said in the log, and the rest is served."""
+        public = self.serve(item)
+        try:
+            return Entry(None, item, public, to_json(public))
+        except ValueError:
+            pointer, rule = find_unservable(public) or ("", "json")
+            log.warning("collection %r: the stored item %s is left out of every read: %s", self.name, key,
+                        unservable_message(pointer, rule))
+            return None
+
+    def serve(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An item as reads answer it: private fields and `writeOnly` properties left out."""
+        public = self.collection.public(item)
+        if self.schema is None or self._write_only is None:
+            return public
+        return self._write_only.cut(public, *self.schema)[0]
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]]) -> None:
+        """The item must fit every read that can answer it and the write's `own` answer, or the write is the
+        mock's own fault (500) and nothing is stored."""
+        served = self.serve(item)
+        try:
+            to_json(item)  # never store what cannot be served (private fields included)
+        except ValueError:
+            pointer, rule = find_unservable(item) or ("", "json")
+            message = unservable_message(pointer, rule)
+            raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
+                {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
+        for op_id, validator, wrap in (*self.checks, *own):
+            for error in iter_errors(validator, wrap(served)):
+                raise ContractViolation(
+                    f"the item written to {self.name!r} would break the {op_id} response schema at "
+                    f"{instance_pointer(error) or '/'}: {error.message}",
+                    {"source": "fixture", "rule": str(error.validator), "operation": op_id,
+                     "pointer": instance_pointer(error), "collection": self.name})
+
+    def rank_in(self, op_id: str, view: View, item: dict[str, Any]) -> list[int]:
+        """The rank a new item takes in a list: right after the item the list's order puts before it."""
+        entries = view.entries[op_id]
+        ordered = ListQuery.order_items([e.item for e in entries] + [item], self.lists[op_id].order)
+        at = next(i for i, it in enumerate(ordered) if it is item)
+        if at == 0:
+            return rank_between(None, entries[0].rank if entries else None)
+        position = {id(e.item): i for i, e in enumerate(entries)}[id(ordered[at - 1])]
+        after = entries[position + 1].rank if position + 1 < len(entries) else None
+        return rank_between(entries[position].rank, after)
+
+    def filled(self, item: dict[str, Any], view: View, generator: SchemaGenerator, *,
+               keep: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
+        from) where it has them, else new ones (a create: any sent are overwritten)."""
+        result = dict(item)
+        if keep is not None:
+            for fill in self.fills:
+                if fill.kind == "missing":  # the client's to change; kept where a replace leaves it out
+                    if result.get(fill.name) is None and fill.name in keep:
+                        result[fill.name] = keep[fill.name]
+                elif fill.name in keep:
+                    result[fill.name] = keep[fill.name]
+                else:
+                    result.pop(fill.name, None)
+            return result
+        made = {fill.name: _fill_value(fill, view, generator) for fill in self.fills
+                if not ((fill.name in self.collection.key or fill.kind == "missing") and item.get(fill.name)
+                        is not None and fill.schema[0].get("readOnly") is not True)}  # as the client chose
+        return {**made, **{k: v for k, v in item.items() if k not in made}}  # the mock's own fields first
+
+
+def _fill_kind(schema: dict[str, Any]) -> str:
+    kind, fmt = schema.get("type"), schema.get("format")
+    if kind in ("integer", "number") or (isinstance(kind, list) and "integer" in kind):
+        return "sequence"
+    if fmt in ("uuid", "date-time", "date"):
+        return str(fmt)
+    return "generated"
+
+
+def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator) -> Any:
+    if fill.kind == "sequence":
+        used = [v.get(fill.name) for v in view.items.values()]
+        return max((v for v in used if isinstance(v, int) and not isinstance(v, bool)), default=0) + 1
+    if fill.kind == "uuid":
+        return str(uuid.uuid4())
+    now = datetime.now(UTC)
+    if fill.kind == "date-time":
+        return now.isoformat(timespec="seconds").replace("+00:00", "Z")
+    if fill.kind == "date":
+        return now.date().isoformat()
+    if fill.kind == "missing" and fill.default is not _GENERATED:
+        return copy.deepcopy(fill.default)  # the write body's default (or null), as the server applies it
+    return generator.generate(*fill.schema, random.Random(uuid.uuid4().int), static=fill.kind == "missing")
+
+
+@dataclass
+class Write:
+    """One operation's declared write, compiled: what it does, to which collection, how it finds the item."""
+
+    kind: str  # create, update, replace, delete
+    live: LiveCollection
+    where: list[Filter]
+    op: Operation
+    generator: SchemaGenerator
+    checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
+
+    def apply(self, ctx: Context, store: Store) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
+        a body to answer), and the headers the answer carries."""
+        live, body = self.live, ctx.request.body
+        if self.kind != "delete" and not isinstance(body, dict):
+            raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item")
+        kept: list[tuple[str, dict[str, Any]]] = []
+        attempt: list[tuple[View, dict[str, dict[str, Any] | None]]] = []  # the last one is what was written
+
+        def change(rows: Rows) -> dict[str, dict[str, Any] | None]:
+            view = live.current(ctx.session, rows)
+            updates = decide(rows, view)
+            attempt[:] = [(view, updates)]
+            return updates
+
+        def decide(rows: Rows, view: View) -> dict[str, dict[str, Any] | None]:
+            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
+            if self.kind == "create":
+                item = live.filled(body, view, self.generator)
+                key = live.key_of(item)
+                if key in view.items:
+                    shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
+                    raise MockError(409 if self.op.declares(409) else 400,
+                                    f"a {singular(live.name)} with {shown} exists already",
+                                    details={k: item.get(k) for k in live.collection.key})
+                if len(view.items) >= live.limit:
+                    raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
+                                    "(--max-items): delete some, or reset the session", code="mock-state-full",
+                                    details={"collection": live.name, "limit": live.limit})
+                live.check(item, self.checks)
+                kept.append((key, item))
+                return {key: {"item": item, "seq": seq,
+                              "ranks": {op_id: live.rank_in(op_id, view, item) for op_id in live.lists}}}
+            found = view.find(ctx, self.where)
+            if found is None:
+                raise not_found(live.collection, ctx)
+            old = view.items[found]
+            kept.append((found, old))
+            if self.kind == "delete":
+                return {found: {"gone": True} if live.in_fixtures(found) else None}
+            new = merge_patch(old, body) if self.kind == "update" else dict(body)
+            item = live.filled(new, view, self.generator, keep=old)
+            live.check(item, self.checks)
+            kept[-1] = (found, item)
+            return {found: {**(view.rows.get(found) or live.base_row(found)), "item": item}}
+
+        rows = store.change_live(ctx.session, live.name, change)
+        live.written(ctx.session, *attempt[-1], rows)
+        key, item = kept[-1]
+        headers: dict[str, str] = {}
+        response = self.op.response(self.op.success_status)
+        if self.kind == "create" and response is not None and \
+                any(h.lower() == "location" for h in response.headers):
+            value = item.get(live.collection.key[0])
+            headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
+        served = live.serve(item) if response is not None and response.content else None
+        return served, headers
+

@@ -1,0 +1,67 @@
+"""Finding the schema of a part of a value (a property, the items of an array) through `$ref`s and the schemas
+a schema is made of (`allOf`, `oneOf`, `anyOf`): what the XML writer and the answers' request echo need."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.pointers import pointer_join
+from .schemas import Resolve
+
+_MAX_DEPTH = 32  # of `$ref`s followed for one part of a value (a loop of refs stops there)
+
+
+class SchemaWalk:
+    """`resolve` follows `$ref`s across the description's files (None: refs are not followed)."""
+
+    def __init__(self, resolve: Resolve | None) -> None:
+        self._resolve = resolve
+
+    def deref(self, node: Any, uri: str) -> tuple[Any, str]:
+        for _ in range(_MAX_DEPTH):
+            if self._resolve is None or not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
+                break
+            node, uri = self._resolve(node["$ref"], uri)
+        return node, uri
+
+    def parts(self, node: Any, uri: str, depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+        """The schema and those it is made of, where properties and items may be declared."""
+        node, uri = self.deref(node, uri)
+        if not isinstance(node, dict) or depth > _MAX_DEPTH:
+            return []
+        found = [(node, uri)]
+        for key in ("allOf", "oneOf", "anyOf"):
+            for index, sub in enumerate(node.get(key) or []):
+                found += self.parts(sub, below(uri, key, index), depth + 1)
+        return found
+
+    def property(self, node: Any, uri: str, name: str) -> tuple[Any, str]:
+        """The schema of property `name` (None when no part declares it)."""
+        for part, part_uri in self.parts(node, uri):
+            props = part.get("properties")
+            if isinstance(props, dict) and name in props:
+                return self.deref(props[name], below(part_uri, "properties", name))
+        return None, uri
+
+    def items(self, node: Any, uri: str) -> tuple[Any, str]:
+        """The schema of an array's items (None when no part declares one)."""
+        for part, part_uri in self.parts(node, uri):
+            if isinstance(part.get("items"), dict):
+                return self.deref(part["items"], below(part_uri, "items"))
+        return None, uri
+
+    def bounds(self, node: Any, uri: str) -> tuple[int, int | None]:
+        """An array's minItems and maxItems, the tightest of its parts."""
+        low, high = 0, None
+        for part, _ in self.parts(node, uri):
+            if isinstance(part.get("minItems"), int):
+                low = max(low, part["minItems"])
+            if isinstance(part.get("maxItems"), int):
+                high = part["maxItems"] if high is None else min(high, part["maxItems"])
+        return low, high
+
+
+def below(uri: str, *tokens: object) -> str:
+    """The URI of a node inside the one at `uri` (a document's root has no fragment yet: `file:///a.yml`), so
+    relative `$ref`s inside it still resolve against its file."""
+    base, _, fragment = uri.partition("#")
+    return base + "#" + pointer_join(fragment, *tokens)

@@ -1,0 +1,273 @@
+"""Runtime state: what the mock remembers while it serves (the scenarios set at run time and their counts, the
+request journal, coverage counts, sessions, the cursor secret), behind one small interface, `Store`.
+
+Two backends live beside it: `memory` (one process; the default) and `redis_store` (every worker and replica
+sharing one Redis). The request path reads a local copy of the scenarios (no round trip unless a scenario
+matches), hands journal entries to the store without waiting, and asks the store only to count a scenario's
+firing, atomically, so `times: N` holds however many processes serve."""
+from __future__ import annotations
+
+import hashlib
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..base.errors import MockError
+from ..base.http import MockRequest
+from .records import Call, Entry
+
+SESSION_HEADER = "X-Mock-Session"
+SESSION_COOKIE = "mock_session"
+SESSION_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+SESSION_TTL = 3600.0  # seconds a session may stay idle (no call, no control request) before it is forgotten
+COUNTED_KINDS = 20_000  # distinct calls counted for coverage per scope; beyond, only a number
+STATE_TIMEOUT = 1.0  # seconds a call to a shared store may wait for an answer (--state-timeout)
+
+
+class StateError(Exception):
+    """The store cannot be used at start-up (unreachable, misconfigured): one line that says which and why."""
+
+
+def unavailable(reason: str) -> MockError:
+    """The store was lost while serving: the API's requests and the control API answer this until it is back."""
+    return MockError(503, f"the mock's shared state is unavailable: {reason}", code="mock-state-unavailable",
+                     headers={"Retry-After": "1"})
+
+
+def session_of(request: MockRequest) -> str | None:
+    """The session a request belongs to (header, else cookie), or None; a malformed one is a 400."""
+    given = request.header(SESSION_HEADER.lower())
+    if given is None:
+        given = _cookie(request.header("cookie"), SESSION_COOKIE)
+    return check_session(given, "header" if request.header(SESSION_HEADER.lower()) is not None else "cookie")
+
+
+def check_session(given: str | None, location: str) -> str | None:
+    if given is None:
+        return None
+    if not SESSION_PATTERN.fullmatch(given):  # `$` alone lets a trailing newline through
+        name = SESSION_HEADER if location == "header" else SESSION_COOKIE if location == "cookie" else "session"
+        raise MockError(400, f"{name} must be 1 to 64 letters, digits, '.', '_' or '-'", details={"violations": [
+            {"parameter": name, "in": location, "pointer": "", "rule": "pattern",
+             "message": f"{given[:80]!r} does not match {SESSION_PATTERN.pattern}"}]})
+    return given
+
+
+def _cookie(header: str | None, name: str) -> str | None:
+    for part in (header or "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value.strip('"')
+    return None
+
+
+def unit(seed: int, stream: str, n: int) -> float:
+    """The n-th number in [0, 1) of a seeded sequence, computed alone: every process draws the same n-th value, so
+    a `rate` scenario with a seed gives the same sequence however many workers share it."""
+    digest = hashlib.blake2b(f"{seed}|{stream}|{n}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+@dataclass(frozen=True)
+class Record:
+    """A scenario set at run time, as the store keeps it: `uid` names its counts (a scenario set again under the
+    same id counts afresh); `session` None is global."""
+
+    uid: str
+    id: str
+    spec: dict[str, Any]
+    session: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"uid": self.uid, "id": self.id, "spec": self.spec, "session": self.session}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        return cls(data["uid"], data["id"], dict(data["spec"]), data.get("session"))
+
+
+@dataclass(frozen=True)
+class Book:
+    """The scenarios in force besides the fixtures': those set at run time (newest first) and the fixtures'
+    scenarios removed by id. `version` grows with every change, so a process knows when its copy is stale."""
+
+    version: int = 0
+    runtime: tuple[Record, ...] = ()
+    removed: frozenset[str] = field(default_factory=frozenset)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"version": self.version, "runtime": [r.as_json() for r in self.runtime],
+                "removed": sorted(self.removed)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Book:
+        if not data:
+            return cls()
+        return cls(int(data["version"]), tuple(Record.from_json(r) for r in data["runtime"]),
+                   frozenset(data.get("removed", ())))
+
+    def next(self, runtime: Iterable[Record], removed: Iterable[str] | None = None) -> Book:
+        return replace(self, version=self.version + 1, runtime=tuple(runtime),
+                       removed=self.removed if removed is None else frozenset(removed))
+
+
+BookChange = Callable[[Book, Callable[[Iterable[str]], dict[str, int]]], Book]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The writes of one scope (a session, or the whole mock) to one collection: rows by item key, opaque JSON
+    objects to the store. `version` changes with every write (a fresh token, never reused, so a copy made from
+    an earlier version is known stale even after a reset); None when nothing was written."""
+
+    version: str | None = None
+    rows: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+# `change(rows)` -> the rows to set (None: remove the row); it may raise to refuse the write
+RowsChange = Callable[[Rows], Mapping[str, "dict[str, Any] | None"]]
+
+
+class Store(ABC):
+    """Where runtime state lives. `session` arguments: None means the whole mock (every call, every session),
+    a name means that session only."""
+
+    kind: str
+    shared: bool  # several processes can serve from it
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What /__mock/health says of the store (no credentials)."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Raises `unavailable(...)` while the store cannot be used; cheap (no round trip)."""
+
+    @abstractmethod
+    def probe(self) -> None:
+        """Asks the store itself (a round trip where there is one), for /__mock/health: what `describe` says next is
+        the store as it is now, not as this process last saw it (a worker that has served no call since Redis went
+        away would otherwise call itself healthy)."""
+
+    # -- scenarios ------------------------------------------------------------------------------------------
+    @abstractmethod
+    def book(self) -> Book:
+        """The scenarios set at run time: a local copy, no round trip."""
+
+    @abstractmethod
+    def change_book(self, change: BookChange) -> Book:
+        """Apply `change(book, hits)` atomically (it may raise to refuse); every process sees the new book before
+        this returns. `hits(uids)` reads the current counts, so a spent scenario can give way."""
+
+    @abstractmethod
+    def hit(self, uid: str, times: int | None) -> int:
+        """Count one firing of a scenario, atomically: its hit number (1 for the first), or -1 when `times` are
+        spent already (nothing counted)."""
+
+    @abstractmethod
+    def draw(self, uid: str) -> int:
+        """The next draw number (0, 1, …) of a `rate` scenario, shared by every process."""
+
+    @abstractmethod
+    def hits(self, uids: Iterable[str]) -> dict[str, int]:
+        """How many times each scenario fired since it was set (or since the last reset)."""
+
+    @abstractmethod
+    def forget_counts(self, uids: Iterable[str] | None) -> None:
+        """Drop the counts of these scenarios (None: of every scenario, the fixtures' too)."""
+
+    # -- the journal and coverage ---------------------------------------------------------------------------
+    @abstractmethod
+    def record(self, entry: Entry, call: Call, session: str | None) -> None:
+        """Keep a call: in the journal (bounded) and counted for coverage; the caller does not wait for it."""
+
+    @abstractmethod
+    def entries(self, session: str | None) -> list[Entry]:
+        """The journal, oldest first, with every call recorded so far by every process."""
+
+    @abstractmethod
+    def calls(self, session: str | None) -> tuple[dict[Call, int], int]:
+        """Every call since the last reset, counted by what coverage reads of it, and how many more were counted
+        only as a number (past COUNTED_KINDS distinct ones)."""
+
+    @abstractmethod
+    def clear(self, session: str | None) -> None:
+        """Empty the journal and the coverage counts (of one session, or all of them)."""
+
+    # -- collections written at run time (stateful mode) ----------------------------------------------------
+    @abstractmethod
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        """The writes of a scope (a session; None: the whole mock's own) to a collection, or None when their
+        version is still `known`: a reader keeps what it built from them and pays one look-up per request."""
+
+    @abstractmethod
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        """Apply `change` to the current rows atomically (every process sharing the store sees one order of
+        writes); an exception raised by `change` writes nothing."""
+
+    @abstractmethod
+    def forget_live(self, scope: str | None) -> None:
+        """Drop the writes of one session (None: of every session and of the whole mock): the fixtures again."""
+
+    # -- sessions -------------------------------------------------------------------------------------------
+    @abstractmethod
+    def touch(self, session: str) -> None:
+        """The session is in use (a control request): its idle time starts again."""
+
+    @abstractmethod
+    def sessions(self) -> list[str]:
+        """The sessions known now, oldest use first."""
+
+    def forget(self, session: str) -> None:
+        """Everything of one session: its scenarios (and their counts), journal, coverage and writes."""
+        uids = [r.uid for r in self.book().runtime if r.session == session]
+        if uids:
+            self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
+            self.forget_counts(uids)
+        self.clear(session)
+        self.forget_live(session)
+        self._untrack(session)
+
+    @abstractmethod
+    def _untrack(self, session: str) -> None:
+        """The session is no longer known (its idle time is no longer watched)."""
+
+    def reset(self) -> None:
+        """Everything, everywhere: no scenario set at run time, the fixtures' back with fresh counts, an empty
+        journal and coverage, no session, no write (the fixtures' collections as they are in the files)."""
+        self.sync()
+        self.change_book(lambda book, _: book.next((), ()))
+        self.forget_counts(None)
+        self.clear(None)
+        self.forget_live(None)
+        for session in self.sessions():
+            self._untrack(session)
+
+    # -- the rest -------------------------------------------------------------------------------------------
+    def sync(self) -> None:  # noqa: B027 (a no-op where nothing is ever on its way: the memory store)
+        """Every call recorded so far, by every process, is readable once this returns."""
+
+    @abstractmethod
+    def secret(self) -> str:
+        """The secret cursors are sealed with, the same for every process sharing the store."""
+
+    def close(self) -> None:  # noqa: B027 (a no-op where nothing is ever on its way: the memory store)
+        """Write what is still on its way; the store may not be used afterwards."""
+
+
+def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL,
+               timeout: float = STATE_TIMEOUT) -> Store:
+    """`None` or `memory`: this process alone; `redis://…` (or `rediss://`, `unix://`): shared, each call to it
+    waiting at most `timeout` seconds. Raises StateError with one line naming the URL and what failed."""
+    if url in (None, "", "memory"):
+        from .memory import MemoryStore
+
+        return MemoryStore(journal_size=journal_size, session_ttl=session_ttl)
+    assert url is not None
+    if url.split("://", 1)[0] in ("redis", "rediss", "unix"):
+        from .redis_store import RedisStore
+
+        return RedisStore(url, journal_size=journal_size, session_ttl=session_ttl, timeout=timeout)
+    raise StateError(f"--state {url!r}: expected 'memory' or a Redis URL such as redis://127.0.0.1:6379/0")

@@ -1,0 +1,180 @@
+"""The embedded store: this process alone, under one lock. The default of `mockserver serve`, `make run`, the
+pytest plugin and `MockServer`: nothing to start, nothing on the request path but a dictionary or two."""
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Iterable
+from typing import Any
+
+from . import COUNTED_KINDS, Book, BookChange, Rows, RowsChange, Store
+from .records import Call, Entry
+
+_SWEEP_EVERY = 30.0  # seconds between looks for idle sessions (at most; sooner with a short session TTL)
+
+
+class _Calls:
+    """One scope's coverage counts: every call, up to COUNTED_KINDS distinct ones."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[Call] = Counter()
+        self.uncounted = 0
+
+    def add(self, call: Call) -> None:
+        if call in self.counts or len(self.counts) < COUNTED_KINDS:
+            self.counts[call] += 1
+        else:
+            self.uncounted += 1
+
+
+class MemoryStore(Store):
+    kind = "memory"
+    shared = False
+
+    def __init__(self, *, journal_size: int = 1000, session_ttl: float = 3600.0) -> None:
+        self._lock = threading.Lock()
+        self._size = journal_size
+        self._ttl = session_ttl
+        self._book = Book()
+        self._hits: Counter[str] = Counter()
+        self._draws: Counter[str] = Counter()
+        self._ids = itertools.count(1)
+        self._journal: deque[Entry] = deque(maxlen=journal_size)
+        self._calls = _Calls()
+        self._session_journals: dict[str, deque[Entry]] = {}
+        self._session_calls: dict[str, _Calls] = {}
+        self._seen: dict[str, float] = {}  # session -> last use (monotonic)
+        self._next_sweep = time.monotonic() + min(_SWEEP_EVERY, session_ttl / 2)
+        self._secret = secrets.token_hex(32)  # per process, kept across reloads
+        self._live: dict[tuple[str | None, str], Rows] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "memory", "shared": False, "available": True, "sessionTtl": self._ttl}
+
+    def check(self) -> None:
+        return None
+
+    def probe(self) -> None:
+        return None  # in this process: nothing to ask
+
+    def book(self) -> Book:
+        return self._book
+
+    def change_book(self, change: BookChange) -> Book:
+        with self._lock:
+            self._book = change(self._book, lambda uids: {uid: self._hits[uid] for uid in uids})
+            return self._book
+
+    def hit(self, uid: str, times: int | None) -> int:
+        with self._lock:
+            if times is not None and self._hits[uid] >= times:
+                return -1
+            self._hits[uid] += 1
+            return self._hits[uid]
+
+    def draw(self, uid: str) -> int:
+        with self._lock:
+            self._draws[uid] += 1
+            return self._draws[uid] - 1
+
+    def hits(self, uids: Iterable[str]) -> dict[str, int]:
+        with self._lock:
+            return {uid: self._hits[uid] for uid in uids}
+
+    def forget_counts(self, uids: Iterable[str] | None) -> None:
+        with self._lock:
+            if uids is None:
+                self._hits.clear()
+                self._draws.clear()
+                return
+            for uid in uids:
+                self._hits.pop(uid, None)
+                self._draws.pop(uid, None)
+
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        rows = self._live.get((scope, collection))
+        if (rows.version if rows else None) == known:
+            return None
+        return rows or Rows()
+
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        with self._lock:
+            current = self._live.get((scope, collection)) or Rows()
+            rows = dict(current.rows)
+            for key, row in change(current).items():
+                if row is None:
+                    rows.pop(key, None)
+                else:
+                    rows[key] = row
+            new = self._live[(scope, collection)] = Rows(uuid.uuid4().hex, rows)
+            return new
+
+    def forget_live(self, scope: str | None) -> None:
+        with self._lock:
+            for key in [k for k in self._live if scope is None or k[0] == scope]:
+                del self._live[key]
+
+    def record(self, entry: Entry, call: Call, session: str | None) -> None:
+        with self._lock:
+            entry.id = next(self._ids)
+            self._journal.append(entry)
+            self._calls.add(call)
+            if session is None and not self._seen:
+                return
+            now = time.monotonic()
+            if session is not None:
+                self._seen[session] = now
+                journal = self._session_journals.get(session)
+                if journal is None:
+                    journal = self._session_journals[session] = deque(maxlen=self._size)
+                    self._session_calls[session] = _Calls()
+                journal.append(entry)
+                self._session_calls[session].add(call)
+        if now >= self._next_sweep:
+            self._sweep(now)
+
+    def entries(self, session: str | None) -> list[Entry]:
+        with self._lock:
+            return list(self._journal if session is None else self._session_journals.get(session, ()))
+
+    def calls(self, session: str | None) -> tuple[dict[Call, int], int]:
+        with self._lock:
+            scope = self._calls if session is None else self._session_calls.get(session)
+            return (dict(scope.counts), scope.uncounted) if scope else ({}, 0)
+
+    def clear(self, session: str | None) -> None:
+        with self._lock:
+            if session is None:
+                self._journal.clear()
+                self._calls = _Calls()
+                self._session_journals.clear()
+                self._session_calls.clear()
+            else:
+                self._session_journals.pop(session, None)
+                self._session_calls.pop(session, None)
+
+    def touch(self, session: str) -> None:
+        with self._lock:
+            self._seen[session] = time.monotonic()
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            return sorted(self._seen, key=self._seen.__getitem__)
+
+    def _untrack(self, session: str) -> None:
+        with self._lock:
+            self._seen.pop(session, None)
+
+    def _sweep(self, now: float) -> None:
+        with self._lock:
+            self._next_sweep = now + min(_SWEEP_EVERY, self._ttl / 2)
+            idle = [s for s, seen in self._seen.items() if now - seen > self._ttl]
+        for session in idle:
+            self.forget(session)
+
+    def secret(self) -> str:
+        return self._secret

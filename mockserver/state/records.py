@@ -1,0 +1,56 @@
+"""The journal's records, as the store keeps them: an exchange (`Entry`) and a call as coverage counts it (`Call`).
+Apart from the `Journal` that makes them so that the store can hold them without importing the journal."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+BODY_LIMIT = 16 * 1024  # per body kept: 1,000 entries stay within tens of MB
+
+
+def _text(data: bytes) -> str | None:
+    if not data:
+        return None
+    text = data[:BODY_LIMIT].decode("utf-8", "replace")
+    return text + ("…(truncated)" if len(data) > BODY_LIMIT else "")
+
+
+@dataclass
+class Entry:
+    id: int
+    time: float
+    method: str
+    path: str
+    query: str
+    request_headers: dict[str, str]
+    request_body: bytes
+    status: int
+    response_headers: dict[str, str]
+    response_body: bytes
+    source: str
+    operation_id: str | None
+    scenario_id: str | None
+    duration_ms: float
+    session: str | None = None
+    broken: str | None = None  # a scenario's `break`: "close" (no body sent) or "truncate" (the part sent)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["request_body"], data["response_body"] = _text(self.request_body), _text(self.response_body)
+        return {_camel(k): v for k, v in data.items()}
+
+
+class Call(NamedTuple):
+    """A call as coverage reads it; the same calls share one count."""
+
+    operation_id: str | None
+    method: str
+    path: str
+    query: str
+    status: int
+    headers: tuple[tuple[str, str], ...]  # only those the journal was asked to count (enum header parameters)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

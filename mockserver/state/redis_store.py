@@ -1,0 +1,520 @@
+"""The shared store: one Redis behind every worker and replica (`--state redis://host:6379/0`).
+
+What each piece costs on the request path, and why:
+- scenarios: each process keeps a copy of the book (the scenarios set at run time), replaced when another
+  process announces a change on a pub/sub channel; the writer waits until every subscribed process has taken the
+  change, so the next call on any replica sees it. A request that matches no scenario makes no round trip.
+- a matching scenario is counted by a Lua script (read, compare, increment in one step), so `times: N` fires
+  exactly N times across every process.
+- journal entries and coverage counts are queued and written by a background thread in batches (a stream
+  with a length cap per scope, a hash of counts); a reader first asks every process to write what it queued.
+- every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
+  answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
+  noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API
+  answer 503 `mock-state-unavailable`, no wait), queued entries wait (bounded), and the listener reconnects,
+  subscribes and reads the scenarios again by itself.
+
+Keys live under one prefix (`mockserver:` by default; `?prefix=NAME` in the URL for another), so several mocks
+can share one Redis. A single Redis, not Redis Cluster: the scripts touch keys they compute."""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import multiprocessing.util
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ..base.errors import MockError
+from . import COUNTED_KINDS, STATE_TIMEOUT, Book, BookChange, Rows, RowsChange, StateError, Store, unavailable
+from .records import Call, Entry
+
+log = logging.getLogger("mockserver.state")
+T = TypeVar("T")
+ACK_WAIT_S = 2.0  # how long a change waits for every process to take it (a process that died is not waited for)
+QUEUE_LIMIT = 50_000  # entries kept while Redis is away; past it the oldest are dropped, and counted
+BATCH = 500  # entries written in one script call
+SWEEP_EVERY_S = 30.0
+RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second
+PING_EVERY_S = 0.5  # how often the listener asks Redis whether it answers: a frozen Redis sends nothing to notice
+BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent again after a timeout counts once
+
+# the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
+_HIT = """
+local field = ARGV[1] .. '|hits'
+local times = tonumber(ARGV[2])
+local hits = tonumber(redis.call('HGET', KEYS[1], field) or '0')
+if times > 0 and hits >= times then return -1 end
+return redis.call('HINCRBY', KEYS[1], field, 1)
+"""
+
+# a batch of calls: each gets the next id, goes into the journal (and its session's) and is counted for coverage;
+# a batch whose token was written already is not written again (sent again after a timeout it may have reached a
+# Redis that was only frozen)
+_APPEND = """
+local p, maxlen, cap, now, token, kept = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+if not redis.call('SET', p .. 'batch|' .. token, 1, 'NX', 'EX', kept) then return 0 end
+local function count(key, scope, field)
+  if redis.call('HEXISTS', key, field) == 1 or redis.call('HLEN', key) < cap then
+    redis.call('HINCRBY', key, field, 1)
+  else
+    redis.call('HINCRBY', p .. 'uncounted', scope, 1)
+  end
+end
+for i = 7, #ARGV, 3 do
+  local session, entry, call = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local id = redis.call('INCR', p .. 'seq') .. '-0'
+  redis.call('XADD', p .. 'journal', 'MAXLEN', maxlen, id, 'e', entry)
+  count(p .. 'calls', '', call)
+  if session ~= '' then
+    redis.call('XADD', p .. 'journal|' .. session, 'MAXLEN', maxlen, id, 'e', entry)
+    count(p .. 'calls|' .. session, session, call)
+    redis.call('ZADD', p .. 'sessions', now, session)
+  end
+end
+return 1
+"""
+
+
+def _split_url(url: str) -> tuple[str, str, str]:
+    """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == "prefix"), "mockserver")
+    clean = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"])))
+    netloc = parts.netloc.rsplit("@", 1)
+    shown = urlunsplit(parts._replace(netloc="***@" + netloc[1] if len(netloc) == 2 else parts.netloc))
+    return clean, prefix.rstrip(":") + ":", shown
+
+
+def _entry_bytes(entry: Entry) -> bytes:
+    """An entry as kept in Redis: its fields as one line of JSON, then both bodies as they are (a body in JSON was
+    a fifth of a worker's time under load with Redis: every quote of a JSON body escaped, then unescaped)."""
+    data = {k: v for k, v in vars(entry).items() if k not in _NOT_IN_HEAD}
+    data["request_bytes"] = len(entry.request_body)
+    return json.dumps(data, separators=(",", ":")).encode() + b"\n" + entry.request_body + entry.response_body
+
+
+_NOT_IN_HEAD = ("id", "request_body", "response_body")
+
+
+def _entry(stream_id: bytes, raw: bytes) -> Entry:
+    head, newline, bodies = raw.partition(b"\n")  # one line: JSON escapes every newline in its strings
+    data = json.loads(head)
+    if newline:
+        split = data.pop("request_bytes")
+        data["request_body"], data["response_body"] = bodies[:split], bodies[split:]
+    else:  # written by an earlier mock sharing this Redis: the bodies inside the JSON, as latin-1 text
+        data["request_body"] = data["request_body"].encode("latin-1")
+        data["response_body"] = data["response_body"].encode("latin-1")
+    return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _rows(raw: dict[bytes, bytes]) -> Rows:
+    if not raw:
+        return Rows()
+    return Rows(raw[b"~v"].decode(), {k.decode()[2:]: json.loads(v) for k, v in raw.items() if k.startswith(b"r:")})
+
+
+def _call_json(call: Call) -> str:
+    return json.dumps([*call[:5], [list(h) for h in call.headers]], separators=(",", ":"))
+
+
+def _call(raw: bytes) -> Call:
+    op, method, path, query, status, headers = json.loads(raw)
+    return Call(op, method, path, query, status, tuple((k, v) for k, v in headers))
+
+
+class RedisStore(Store):
+    kind = "redis"
+    shared = True
+
+    def __init__(self, url: str, *, journal_size: int = 1000, session_ttl: float = 3600.0,
+                 timeout: float = STATE_TIMEOUT) -> None:
+        clean, self._prefix, self._shown = _split_url(url)
+        self._size, self._ttl, self._timeout = journal_size, session_ttl, timeout
+        try:
+            # a call waits at most `timeout`, to connect or for an answer: one retry at once, only where the
+            # connection was refused or dropped (a pooled connection to a restarted Redis), never after a timeout,
+            # which would double the wait (redis-py's default retries three times, with backoff, timeouts too)
+            # Any: redis-py types every reply as the union of its sync and async forms, which no call here narrows
+            self._redis: Any = redis.Redis.from_url(
+                clean, socket_timeout=timeout, socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+            self._redis.ping()
+            self._hit = self._redis.register_script(_HIT)
+            self._append = self._redis.register_script(_APPEND)
+            self._book = self._read_book()
+            self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
+            self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
+        except (redis.RedisError, ValueError) as exc:
+            raise StateError(f"--state {self._shown}: {exc or type(exc).__name__}") from None
+        self._available, self._reason = True, ""
+        self._pid = 0  # the process whose threads run: threads do not survive a fork, so each worker starts its own
+        self._starting = threading.Lock()
+        self._closed = False
+
+    def _k(self, name: str) -> str:
+        return self._prefix + name
+
+    def _guarded(self, action: Callable[[], T]) -> T:
+        """A Redis call on behalf of a request: a lost Redis is the API's 503, never a traceback."""
+        try:
+            return action()
+        except redis.RedisError as exc:
+            raise unavailable(self._lost(exc)) from None
+
+    def _lost(self, exc: redis.RedisError) -> str:
+        """Why Redis cannot be used, said once in the log. A Redis that refused or did not answer in time is away
+        for every request from now on (503 at once, no wait for it) until the listener is subscribed again."""
+        reason = f"Redis at {self._shown}: {exc or type(exc).__name__}"
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+            if self._available:
+                log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+            self._available, self._reason = False, reason
+        return reason
+
+    # -- one listener and one writer per process --------------------------------------------------------
+    def _ensure_threads(self) -> None:
+        if self._pid == os.getpid():
+            return
+        with self._starting:  # the first requests of a new worker arrive together: one starts, all wait for it
+            if self._pid == os.getpid():
+                return
+            self._cond = threading.Condition()
+            # the oldest entries go first when Redis is away long enough to fill it
+            self._queue: deque[tuple[Entry, Call, str | None]] = deque(maxlen=QUEUE_LIMIT)
+            self._in_flight = 0
+            self._dropped = 0
+            self._ready = threading.Event()  # set once the listener subscribed, or found Redis away
+            self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
+            self._listener.start()
+            threading.Thread(target=self._write, name="mockserver-state-writer", daemon=True).start()
+            # what is still queued is written at exit: atexit for a plain process, multiprocessing's finalizers for a
+            # server's worker process (which ends without running atexit handlers)
+            atexit.register(self._flush_at_exit)
+            multiprocessing.util.Finalize(self, self._flush_at_exit, exitpriority=20)
+            self._pid = os.getpid()  # last: a thread that sees it finds everything above in place
+
+    def _wait_listening(self) -> None:
+        """A new worker's first calls that use the scenarios wait (at most the timeout) until its listener is
+        subscribed, so it misses no change; unsubscribed by then, Redis is away. A call that needs no state (a
+        404, the journal entry of any call) never waits here."""
+        if not self._ready.is_set() and not self._ready.wait(self._timeout):
+            raise unavailable(f"Redis at {self._shown} did not answer within {self._timeout:g} s")
+
+    def _listen(self) -> None:
+        """Take every change another process announces; on a (re)connection, read the whole book again."""
+        backoff = 0.1
+        while not self._closed:
+            pubsub = self._redis.pubsub()
+            try:
+                pubsub.subscribe(self._k("events"))
+                next_sweep = next_ping = time.monotonic()
+                while not self._closed:
+                    # wakes often: a Redis that refuses is noticed at once, a frozen one at the next ping
+                    message = pubsub.get_message(timeout=min(0.25, self._timeout))
+                    if message and message["type"] == "subscribe":  # first, and after redis-py reconnected
+                        self._book = self._read_book()
+                        if not self._available:
+                            log.warning("the shared state at %s is back", self._shown)
+                        self._available, backoff = True, 0.1
+                        self._ready.set()
+                    elif message and message["type"] == "message":
+                        self._on_event(message["data"].decode())
+                    if not self._available:  # a request or the writer lost Redis: reconnect, read the book again
+                        raise redis.ConnectionError(self._reason)
+                    if time.monotonic() >= next_ping:  # a frozen Redis sends nothing: ask it (at most the timeout)
+                        self._redis.ping()
+                        next_ping = time.monotonic() + PING_EVERY_S
+                    if time.monotonic() >= next_sweep:
+                        self._sweep()
+                        next_sweep = time.monotonic() + min(SWEEP_EVERY_S, self._ttl / 2)
+            except (redis.RedisError, MockError) as exc:  # MockError: a Redis call of the sweep, guarded
+                if self._available:
+                    log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+                self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+                self._ready.set()  # a new worker's first calls wait no longer: they answer 503 at once
+                time.sleep(backoff)
+                backoff = min(backoff * 2, RECONNECT_MAX_S)
+            finally:
+                try:
+                    pubsub.close()
+                except redis.RedisError:
+                    pass
+
+    def _on_event(self, data: str) -> None:
+        kind, _, token = data.partition(":")
+        if kind == "book":
+            book = self._read_book()
+            if book.version >= self._book.version or book.version == 0:
+                self._book = book
+        elif kind == "flush":
+            self._flush_local(ACK_WAIT_S)
+        if token:
+            ack = self._redis.pipeline()
+            ack.rpush(self._k("ack|" + token), 1)
+            ack.expire(self._k("ack|" + token), 10)
+            ack.execute()
+
+    def _broadcast(self, kind: str) -> None:
+        """Announce a change (or ask for queued entries) and wait until every process subscribed has done it."""
+        token = uuid.uuid4().hex
+        receivers = int(self._redis.publish(self._k("events"), f"{kind}:{token}"))
+        if threading.current_thread() is getattr(self, "_listener", None):
+            return  # the listener itself (a session sweep) cannot wait for its own answer
+        key, deadline = self._k("ack|" + token), time.monotonic() + ACK_WAIT_S
+        while receivers:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("a process sharing %s did not answer within %.0f s", self._shown, ACK_WAIT_S)
+                break
+            # each wait shorter than the timeout: Redis answers a BLPOP only when it ends
+            if self._redis.blpop([key], timeout=max(0.01, min(left, self._timeout / 2))) is not None:
+                receivers -= 1
+        self._redis.delete(key)
+
+    def _write(self) -> None:
+        """Write queued entries in batches; while Redis is away, send the batch again (the same batch: written
+        once however often it is sent) every half second, while requests keep queueing (up to QUEUE_LIMIT)."""
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._closed)
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                self._in_flight = len(batch)
+            args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
+            for entry, call, session in batch:
+                args += [session or "", _entry_bytes(entry), _call_json(call)]
+            refused = False
+            while True:
+                try:
+                    self._append(args=args)
+                    break
+                except redis.RedisError as exc:
+                    self._lost(exc)
+                    if not refused and not isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                        log.error("Redis at %s refuses the journal: %s; trying again every 0.5 s", self._shown, exc)
+                    refused = True
+                    if self._closed:  # lost, and said so by _flush_at_exit
+                        break
+                    time.sleep(0.5)
+            with self._cond:
+                if self._dropped:
+                    log.warning("Redis at %s takes the journal again: %d entries were dropped while it was away",
+                                self._shown, self._dropped)
+                    self._dropped = 0
+                self._in_flight = 0
+                self._cond.notify_all()
+
+    def _flush_local(self, timeout: float) -> None:
+        if self._pid != os.getpid():
+            return  # nothing queued in this process
+        with self._cond:
+            self._cond.wait_for(lambda: not self._queue and not self._in_flight, timeout)
+
+    def _flush_at_exit(self) -> None:
+        """What is queued is written before the process ends, if Redis answers within 5 s; else it is lost, and
+        the log says how much."""
+        self._flush_local(5.0)
+        if self._pid == os.getpid() and (self._queue or self._in_flight):
+            log.error("Redis at %s did not answer before this process ended: %d journal entries not written",
+                      self._shown, len(self._queue) + self._in_flight)
+
+    def _sweep(self) -> None:
+        """Forget sessions idle longer than the TTL (any replica may do it; doing it twice is harmless)."""
+        for raw in self._redis.zrangebyscore(self._k("sessions"), "-inf", time.time() - self._ttl):
+            self.forget(raw.decode())
+
+    # -- Store ----------------------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        shown = {"backend": "redis", "url": self._shown, "prefix": self._prefix, "shared": True,
+                 "available": self._available, "sessionTtl": self._ttl}
+        return shown if self._available else {**shown, "reason": self._reason}
+
+    def probe(self) -> None:
+        if not self._available and self._pid == os.getpid():
+            return  # known away, and this process's listener tries again every half second: no wait for Redis
+        try:
+            self._redis.ping()
+        except redis.RedisError as exc:  # the listener sees it, reconnects and says when Redis is back
+            if self._available:
+                log.error("the shared state at %s is unavailable: %s", self._shown, exc)
+            self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
+            return
+        if not self._available and self._pid != os.getpid():  # no listener here yet to say Redis is back: the
+            self._available, self._reason = True, ""  # first request starts it, and it reads the book afresh
+
+    def check(self) -> None:
+        self._ensure_threads()
+        self._wait_listening()
+        if not self._available:
+            raise unavailable(self._reason or f"Redis at {self._shown} cannot be reached")
+
+    def _read_book(self) -> Book:
+        raw = self._redis.get(self._k("book"))
+        return Book.from_json(json.loads(raw)) if raw else Book()
+
+    def book(self) -> Book:
+        return self._book
+
+    def change_book(self, change: BookChange) -> Book:
+        self._ensure_threads()
+        self._wait_listening()
+        key, counters = self._k("book"), self._k("counters")
+        changed: list[Book] = []
+
+        def transaction(pipe: Any) -> None:
+            raw = pipe.get(key)
+            current = Book.from_json(json.loads(raw)) if raw else Book()
+
+            def hits(uids: Iterable[str]) -> dict[str, int]:
+                uids = list(uids)
+                values = pipe.hmget(counters, [f"{uid}|hits" for uid in uids]) if uids else []
+                return {uid: int(value or 0) for uid, value in zip(uids, values)}
+
+            new = change(current, hits)
+            pipe.multi()
+            pipe.set(key, json.dumps(new.as_json()))
+            changed[:] = [new]
+
+        self._guarded(lambda: self._redis.transaction(transaction, key))
+        self._book = changed[0]
+        self._guarded(lambda: self._broadcast("book"))
+        return changed[0]
+
+    def hit(self, uid: str, times: int | None) -> int:
+        return int(self._guarded(lambda: self._hit(keys=[self._k("counters")], args=[uid, times or 0])))
+
+    def draw(self, uid: str) -> int:
+        return int(self._guarded(lambda: self._redis.hincrby(self._k("counters"), f"{uid}|draws", 1))) - 1
+
+    def hits(self, uids: Iterable[str]) -> dict[str, int]:
+        uids = list(uids)
+        if not uids:
+            return {}
+        values = self._guarded(lambda: self._redis.hmget(self._k("counters"), [f"{u}|hits" for u in uids]))
+        return {uid: int(value or 0) for uid, value in zip(uids, values)}
+
+    def forget_counts(self, uids: Iterable[str] | None) -> None:
+        if uids is None:
+            self._guarded(lambda: self._redis.delete(self._k("counters")))
+            return
+        fields = [f"{uid}|{kind}" for uid in uids for kind in ("hits", "draws")]
+        if fields:
+            self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def record(self, entry: Entry, call: Call, session: str | None) -> None:
+        self._ensure_threads()
+        with self._cond:
+            # full, the deque drops the oldest: said once here, counted, and said with the count when Redis takes
+            # the journal again (the writer)
+            if len(self._queue) == self._queue.maxlen:
+                if not self._dropped:
+                    log.error("Redis at %s away too long: %d journal entries queued, the oldest are dropped "
+                              "until it answers", self._shown, self._queue.maxlen)
+                self._dropped += 1
+            self._queue.append((entry, call, session))
+            self._cond.notify()
+
+    def sync(self) -> None:
+        self._ensure_threads()
+        self._flush_local(ACK_WAIT_S)
+        self._guarded(lambda: self._broadcast("flush"))
+
+    def entries(self, session: str | None) -> list[Entry]:
+        key = self._k("journal" if session is None else f"journal|{session}")
+        return [_entry(stream_id, fields[b"e"]) for stream_id, fields in
+                self._guarded(lambda: self._redis.xrange(key))]
+
+    def calls(self, session: str | None) -> tuple[dict[Call, int], int]:
+        key = self._k("calls" if session is None else f"calls|{session}")
+        counts, uncounted = self._guarded(lambda: self._redis.pipeline().hgetall(key).hget(
+            self._k("uncounted"), session or "").execute())
+        return {_call(raw): int(n) for raw, n in counts.items()}, int(uncounted or 0)
+
+    def clear(self, session: str | None) -> None:
+        if session is not None:
+            self._guarded(lambda: self._redis.pipeline().delete(
+                self._k(f"journal|{session}"), self._k(f"calls|{session}")).hdel(
+                self._k("uncounted"), session).execute())
+            return
+        scoped = [self._k(f"{kind}|{s}") for s in self.sessions() for kind in ("journal", "calls")]
+        self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
+                                                 *scoped))
+
+    # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON); `live-keys` lists
+    # the hashes so a reset finds them without scanning the keyspace
+    def _live_key(self, scope: str | None, collection: str) -> str:
+        return self._k(f"live|{'~' if scope is None else scope}|{collection}")  # '~' is no session's name
+
+    def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
+        key = self._live_key(scope, collection)
+        version = self._guarded(lambda: self._redis.hget(key, "~v"))
+        if (version.decode() if version else None) == known:
+            return None
+        return _rows(self._guarded(lambda: self._redis.hgetall(key)))
+
+    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        key = self._live_key(scope, collection)
+        done: list[Rows] = []
+
+        def transaction(pipe: Any) -> None:
+            current = _rows(pipe.hgetall(key))
+            updates = change(current)
+            rows = dict(current.rows)
+            version = uuid.uuid4().hex
+            pipe.multi()
+            pipe.hset(key, mapping={"~v": version, **{f"r:{k}": json.dumps(row, separators=(",", ":"))
+                                                     for k, row in updates.items() if row is not None}})
+            gone = [k for k, row in updates.items() if row is None]
+            if gone:
+                pipe.hdel(key, *(f"r:{k}" for k in gone))
+            pipe.sadd(self._k("live-keys"), key)
+            for k, row in updates.items():
+                if row is None:
+                    rows.pop(k, None)
+                else:
+                    rows[k] = row
+            done[:] = [Rows(version, rows)]
+
+        self._guarded(lambda: self._redis.transaction(transaction, key))
+        return done[0]
+
+    def forget_live(self, scope: str | None) -> None:
+        start = self._k(f"live|{scope}|")
+        keys = [raw.decode() for raw in self._guarded(lambda: self._redis.smembers(self._k("live-keys")))]
+        keys = [k for k in keys if scope is None or k.startswith(start)]
+        if keys:
+            self._guarded(lambda: self._redis.pipeline().delete(*keys).srem(self._k("live-keys"), *keys).execute())
+
+    def touch(self, session: str) -> None:
+        self._guarded(lambda: self._redis.zadd(self._k("sessions"), {session: time.time()}))
+
+    def sessions(self) -> list[str]:
+        return [raw.decode() for raw in self._guarded(lambda: self._redis.zrange(self._k("sessions"), 0, -1))]
+
+    def _untrack(self, session: str) -> None:
+        self._guarded(lambda: self._redis.zrem(self._k("sessions"), session))
+
+    def secret(self) -> str:
+        return self._secret
+
+    def close(self) -> None:
+        self._flush_at_exit()
+        self._closed = True
+        if self._pid == os.getpid():
+            with self._cond:
+                self._cond.notify_all()

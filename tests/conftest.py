@@ -230,3 +230,68 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server = _redis_server(tmp_path)
     yield server
     server.stop()
+
+
+# Tests say what they need: `-m "not slow and not browser"` is the quick loop, so a test that starts a server process
+# or a browser must carry its marker. A test using a fixture that starts one gets `slow` here; a test starting one
+# without its marker fails, naming the command (the guard below), rather than slowing the quick loop unseen.
+PROCESS_FIXTURES = frozenset({"redis_server", "redis_url", "own_redis"})
+SERVER_COMMANDS = frozenset({"serve", "proxy", "record"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+def needed_marker(args: Any) -> str | None:
+    """The marker a test starting this command must carry: `slow` for a mock server, Redis or Granian, `browser`
+    for Playwright's driver or Chromium, else None."""
+    argv = [os.fspath(a) for a in args] if isinstance(args, (list, tuple)) else [os.fspath(args)]
+    names = [Path(a).name for a in argv]
+    if any("playwright" in a or "chrom" in n for a, n in zip(argv, names)):
+        return "browser"
+    if "redis-server" in names or "granian" in names:
+        return "slow"
+    if "mockserver" in argv and SERVER_COMMANDS.intersection(argv[argv.index("mockserver") + 1:][:1]):
+        return "slow"
+    return None
+
+
+@contextmanager
+def processes_need_markers(item: pytest.Item) -> Iterator[None]:
+    """`subprocess.Popen` (behind `subprocess.run` and asyncio's subprocesses too) refusing a command whose marker
+    the test lacks."""
+    marked = {m.name for m in item.iter_markers()}
+    if {"slow", "browser"} <= marked:
+        yield
+        return
+    unguarded = subprocess.Popen
+
+    class Guarded(unguarded):  # type: ignore[valid-type,misc]
+        def __new__(cls, args: Any, *rest: Any, **kwargs: Any) -> Guarded:  # before a process (or __del__) exists
+            marker = needed_marker(args)
+            if marker is not None and marker not in marked:
+                pytest.fail(f"{item.nodeid} starts {args!r} without @pytest.mark.{marker}: mark it, so that the "
+                            f"quick loop (-m 'not slow and not browser') leaves it out", pytrace=False)
+            return super().__new__(cls)
+
+    subprocess.Popen = Guarded  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        subprocess.Popen = unguarded  # type: ignore[misc]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with processes_need_markers(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with processes_need_markers(item):
+        yield

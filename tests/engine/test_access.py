@@ -5,6 +5,8 @@ import select
 import time
 import urllib.request
 
+import pytest
+
 from conftest import serving
 from mockserver.web import access
 
@@ -26,6 +28,7 @@ def test_lines_are_written_in_batches_and_never_wait_long(monkeypatch):
     assert stream.getvalue().count("\n") >= access.BATCH  # a full batch is written at once
 
 
+@pytest.mark.slow
 def test_mockserver_serve_shows_each_request_at_once():
     with serving() as (proc, port):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=2",
@@ -42,6 +45,7 @@ def test_mockserver_serve_shows_each_request_at_once():
                      line.rstrip()), line
 
 
+@pytest.mark.slow
 def test_lines_still_buffered_when_mockserver_stops_are_written():
     with serving() as (proc, port):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=3",

@@ -54,12 +54,14 @@ def test_validate_lists_every_problem(write, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_bad_description_with_exit_2(write):
     result = run("serve", "--spec", str(write("bad.yaml", "swagger: '2.0'\ninfo: {title: x}\n")))
     assert result.returncode == 2
     assert "Swagger 2.0 is not supported" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag, value, says", [
     ("--body-timeout", "0", "'0' is not a number of seconds above 0"),
     ("--body-timeout", "soon", "'soon' is not a number of seconds above 0"),
@@ -71,6 +73,7 @@ def test_serve_refuses_a_limit_that_cannot_work(flag, value, says):
     assert result.returncode == 2 and f"argument {flag}: {says}" in result.stderr
 
 
+@pytest.mark.slow
 def test_serve_answers_on_its_port_and_says_where():
     with serving() as (proc, port):
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/test-sets?limit=1",
@@ -131,6 +134,7 @@ def _page(port: int, cursor: str | None = None) -> tuple[int, dict]:
         return exc.code, json.loads(exc.read())
 
 
+@pytest.mark.slow
 def test_cursors_survive_a_restart_and_an_earlier_runs_cursor_says_so(tmp_path):
     """The memory store's cursor secret is kept in the user's state folder: "load more" works after a restart; a
     cursor sealed with another secret (another state folder: an earlier run elsewhere) is refused as expired."""
@@ -147,6 +151,7 @@ def test_cursors_survive_a_restart_and_an_earlier_runs_cursor_says_so(tmp_path):
     assert oct((tmp_path / "state/mockserver/cursor-secret").stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_line_and_exit_1_at_once():
     import socket
     import time

@@ -56,6 +56,7 @@ def refs(tmp_path: Path) -> dict[str, str]:
             "file-uri": f'{{$ref: "{(tmp_path / "secret.yaml").as_uri()}"}}', "symlink": '{$ref: "link.yaml"}'}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["relative", "encoded-dots", "file-uri", "symlink"])
 def test_a_ref_outside_the_folder_is_refused_naming_file_line_and_pointer(tmp_path, marker, kind):
     spec = layout(tmp_path, marker, refs(tmp_path)[kind])

@@ -181,6 +181,7 @@ def test_a_new_recording_merges_with_the_last(target, tmp_path):
     assert [i["id"] for i in items["collections"]["testSets"]["items"]] == [i["id"] for i in first[0] + second[0]]
 
 
+@pytest.mark.slow
 def test_the_command_records_on_granian_and_stops_on_sigterm(target, tmp_path):
     assert main(["record", "--target", target.url, "--out", str(KINDGI_FIXTURES / "recorded")]) == 2
     port = free_port()

@@ -112,6 +112,7 @@ def test_requests_in_flight_during_reloads_all_succeed(copy):
     assert statuses and set(statuses) == {200}
 
 
+@pytest.mark.slow
 def test_mockserver_serve_watch_reloads_in_its_worker(copy):
     """`--watch` under Granian: the worker watches the files from the start, so an edit made before its first
     request is served too, and the ones after."""

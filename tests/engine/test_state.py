@@ -25,7 +25,7 @@ def entry(path: str, status: int = 200, session: str | None = None) -> tuple[Ent
     return made, Call("op", "GET", path, "a=1", status, ()), session
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.slow)])  # a redis-server
 def stores(request: pytest.FixtureRequest) -> Iterator[Callable[[], Store]]:
     """A maker of stores sharing one state: the memory store is one process, so it makes the same one again."""
     made: list[Store] = []

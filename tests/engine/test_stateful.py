@@ -27,7 +27,7 @@ SPEC, FIXTURES = PETS / "openapi.yaml", PETS / "fixtures"
 Client = Callable[..., FlaskClient]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.slow)])  # a redis-server
 def clients(request: pytest.FixtureRequest) -> Iterator[Client]:
     """A maker of clients of the pets mock; over Redis, every client made is another app sharing one Redis
     (as replicas do), over memory one app."""
@@ -469,6 +469,7 @@ def test_the_control_api_shows_each_sessions_written_collections(pets):
     assert body(pets.get("/__mock/collections?session=alice"))["collections"][2]["count"] == 3
 
 
+@pytest.mark.browser
 def test_the_dashboard_shows_the_written_collections_and_its_reset_undoes_the_writes():
     dashboard = pytest.importorskip("test_dashboard")  # skips without playwright
     if not dashboard.CHROMIUM.exists():

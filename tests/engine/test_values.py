@@ -159,7 +159,7 @@ def test_a_fixture_value_json_cannot_carry_is_a_start_up_problem_with_file_line_
     assert ("long.yaml", "/settings/n", "number") in found
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.slow)])  # a redis-server
 def replicas(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
     """A maker of apps of the pets mock: over Redis each is a replica sharing one Redis, over memory one app."""
     if request.param == "memory":

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    options = contract.Options(spec, fixtures, url=args.url, token=token, basic=args.basic, bearer=args.auth_bearer,
+    options = contract.RunOptions(spec, fixtures, url=args.url, token=token, basic=args.basic, bearer=args.auth_bearer,
                                api_keys=dict(args.api_key),
                                headers=dict(args.header),
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,

@@ -44,7 +44,7 @@ ALL_CHECKS = ["all"]
 
 
 @dataclass
-class Options:
+class RunOptions:
     spec: Path
     fixtures: Path | None
     url: str | None = None  # None: the mock, in-process
@@ -83,7 +83,7 @@ class Options:
     allow_outside: tuple[Path, ...] = ()  # folders besides their own the description and fixtures may read
 
 
-def run(options: Options, mock: MockServer | None = None) -> RunResult:
+def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
     """Raises LoadError / UnknownOperation before any call when the description or fixtures are unusable.
     Without a URL the mock of the same description and fixtures answers in-process: `mock` when given (built, not
     started: the run starts and stops it), else one made here, with strict auth when the fixtures declare a usable
@@ -160,7 +160,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     return result
 
 
-def _force(schema: OpenApiSchema, result: RunResult, options: Options,
+def _force(schema: OpenApiSchema, result: RunResult, options: RunOptions,
            execute: Callable[[OpenApiSchema], None]) -> str:
     """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
     honoured_on = probe(result, options.request_timeout)
@@ -171,7 +171,7 @@ def _force(schema: OpenApiSchema, result: RunResult, options: Options,
     return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
 
 
-def _callable(spec: SpecIndex, options: Options) -> set[str]:
+def _callable(spec: SpecIndex, options: RunOptions) -> set[str]:
     """The labels of the operations the run may call: chosen, not excluded nor skipped."""
     labels = {op.id: f"{op.method.upper()} {op.path}" for op in spec.operations.values()}
     chosen = {labels.get(name, name) for name in options.operations} if options.operations else set(labels.values())
@@ -218,7 +218,7 @@ def _checks(wanted: list[str], pipeline: Pipeline | None, excluded: list[str] | 
             [f"{name} left out: {why}" for name, why in left_out])
 
 
-def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[str]], seed: int, *,
+def _configure(schema: OpenApiSchema, options: RunOptions, checks: dict[str, list[str]], seed: int, *,
                sanitize: bool) -> CoverageCap | None:
     """The options' phases and checks; the same seed and no example database make the same requests again.
     Returns the coverage cap's hook, if any."""
@@ -241,7 +241,7 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
     return cap
 
 
-def let_in(pipeline: Pipeline, options: Options) -> None:
+def let_in(pipeline: Pipeline, options: RunOptions) -> None:
     """The in-process mock of fixtures that declare no token of their own lets the run's credentials in (the
     token, `--auth-bearer`, each `--api-key` value, the basic user), as it lets its placeholder in: it has no
     callers of its own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
@@ -285,7 +285,7 @@ class CoverageCap:
 
 
 @contextmanager
-def _serving(server: MockServer | None, options: Options, schema: OpenApiSchema) -> Iterator[tuple[str, str]]:
+def _serving(server: MockServer | None, options: RunOptions, schema: OpenApiSchema) -> Iterator[tuple[str, str]]:
     """The base URL to call and how to name the target: the URL, or the in-process mock, started for the run."""
     if server is None:
         assert options.url is not None

@@ -21,8 +21,7 @@ from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..core.auth import Token
-from ..core.pipeline import Pipeline
+from ..core.pipeline import Options, Pipeline
 from ..core.spec import SpecIndex
 from ..testing import MockServer
 from . import data
@@ -95,11 +94,11 @@ def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
     if options.url is None and server is None:
         # strict, and the run's placeholder credential let in where the fixtures declare no token of their own, so
         # a call without it (or with another) is the 401 a real API answers, and `ignored_auth` checks something
-        server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,),
-                            stateful=options.stateful, allow_outside=options.allow_outside)
+        # (and, where the fixtures declare no token, the run's own credentials: `guests`)
+        server = MockServer(options.spec, options.fixtures, Options(
+            strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,), guest_tokens=guests(options),
+            stateful=options.stateful, allow_outside=options.allow_outside))
     pipeline = server.pipeline if server else None
-    if pipeline is not None and options.url is None and mock is None:
-        let_in(pipeline, options)
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # a mock given to run(), strict with no token: it would answer every call 401
     notes: list[str] = []
@@ -241,16 +240,14 @@ def _configure(schema: OpenApiSchema, options: RunOptions, checks: dict[str, lis
     return cap
 
 
-def let_in(pipeline: Pipeline, options: RunOptions) -> None:
-    """The in-process mock of fixtures that declare no token of their own lets the run's credentials in (the
-    token, `--auth-bearer`, each `--api-key` value, the basic user), as it lets its placeholder in: it has no
-    callers of its own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
-    if (pipeline.fixtures.settings.get("auth") or {}).get("tokens") or not options.credentials:
-        return
+def guests(options: RunOptions) -> tuple[str, ...]:
+    """The run's credentials (the token, `--auth-bearer`, each `--api-key` value, the basic user) that the in-process
+    mock of fixtures declaring no token of their own lets in, as it lets its placeholder in: it has no callers of its
+    own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
+    if not options.credentials:
+        return ()
     given = [options.token, options.bearer, *options.api_keys.values(), options.basic[0] if options.basic else None]
-    for value in dict.fromkeys(v for v in given if v):
-        pipeline.auth.tokens.setdefault(value, Token(f"given-{len(pipeline.auth.tokens)}",
-                                                     pipeline.auth.default_tenant))
+    return tuple(dict.fromkeys(v for v in given if v))
 
 
 class CoverageCap:

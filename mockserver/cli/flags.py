@@ -308,9 +308,9 @@ def open_control(args: argparse.Namespace) -> str | None:
     return None
 
 
-def cannot_serve(args: argparse.Namespace) -> int | None:
-    """The exit code when `serve`, `proxy` or `record` cannot serve as asked, after saying why (an unusable
-    address: 1; a control API that may not be opened so: 2); None when they can."""
+def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
+    """What `serve`, `proxy` and `record` serve; or, after saying why, the exit code when they cannot serve as
+    asked (an unusable address: 1; a control API that may not be opened so, or no description: 2)."""
     from ..web.serving import unusable_address
 
     problem = unusable_address(args.host, args.port)
@@ -321,7 +321,7 @@ def cannot_serve(args: argparse.Namespace) -> int | None:
     if refused:
         print(f"mockserver: {refused}", file=sys.stderr)
         return 2
-    return None
+    return located(args) or 2
 
 
 def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import LoadError
-from .flags import add_serving, cannot_serve, cursor_secret, located, options_from, report, serve_until_stopped
+from .flags import add_serving, cursor_secret, options_from, report, serve_until_stopped, serving_sources
 
 if TYPE_CHECKING:
     from ..web.recording import Recorder
@@ -30,11 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped (exit 0); 1 for an unusable address; 2 when the description, the fixtures or the options
     are unusable."""
-    refused = cannot_serve(args)
-    if refused is not None:
-        return refused
-    found = located(args)
-    return 2 if found is None else serve_proxy(args, *found)
+    found = serving_sources(args)
+    return found if isinstance(found, int) else serve_proxy(args, *found)
 
 
 def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, recorder: Recorder | None = None) -> int:

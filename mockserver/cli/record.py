@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..core.errors import LoadError
 from . import proxy
-from .flags import cannot_serve, located, report
+from .flags import report, serving_sources
 
 HELP = "like proxy, and save the answers as fixtures"
 
@@ -32,12 +32,9 @@ def run(args: argparse.Namespace) -> int:
     or the options are unusable."""
     from ..web.recording import Recorder
 
-    refused = cannot_serve(args)
-    if refused is not None:
-        return refused
-    found = located(args)
-    if found is None:
-        return 2
+    found = serving_sources(args)
+    if isinstance(found, int):
+        return found
     spec, fixtures = found
     rejected = args.rejected or args.out.resolve().with_name(args.out.resolve().name + "-rejected")
     if fixtures is not None and fixtures.is_dir() and _inside(args.out, fixtures):

@@ -10,12 +10,11 @@ from ..core.state import StateError
 from .flags import (
     add_options,
     add_serving,
-    cannot_serve,
     cursor_secret,
-    located,
     options_from,
     report,
     serve_until_stopped,
+    serving_sources,
     warn,
 )
 
@@ -40,12 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from ..web.app import create_app, load_pipeline
     from ..web.serving import configure_logging
 
-    refused = cannot_serve(args)
-    if refused is not None:
-        return refused
-    found = located(args)
-    if found is None:
-        return 2
+    found = serving_sources(args)
+    if isinstance(found, int):
+        return found
     spec, fixtures = found
     if args.workers > 1 and args.state is None:
         print(f"mockserver: --workers {args.workers} needs a shared state store, or each worker keeps its own "

@@ -335,9 +335,9 @@ def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:
 
 def serve_until_stopped(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -> int:
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
-    from ..web.serving import Settings, serve
+    from ..web.serving import Listening, serve
 
-    serve(factory, Settings(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure,
+    serve(factory, Listening(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure,
                             args.body_timeout), args.log_level)
     return 0
 

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..testing import ControlError, MockClient
-
 HELP = "what a client's calls exercised of the description, read from a running mock"
 
 WIDTH = 110
@@ -26,6 +24,8 @@ class Unreachable(Exception):
 
 def fetch(url: str, control_token: str | None = None, session: str | None = None) -> dict[str, Any]:
     """The whole mock's coverage, or one session's."""
+    from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
     try:
         return MockClient(url, control_token=control_token, session=session).coverage()
     except ControlError as exc:

@@ -19,7 +19,6 @@ from ..core.evidence import Evidence, Tally, gather
 from ..core.fixtures import load_fixtures
 from ..core.pipeline import Pipeline
 from ..core.spec import SpecIndex
-from ..testing import ControlError, MockClient
 from .flags import add_allow_outside
 
 HELP = ("what changed between two descriptions, breaking or not for clients, with evidence from fixtures and the "
@@ -80,6 +79,8 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
         where = str(path)
     else:
         url = str(url)
+        from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
         try:
             data = MockClient(url, control_token=control_token).control("GET", "requests")
         except ControlError as exc:

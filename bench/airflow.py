@@ -19,7 +19,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from mockserver.contract import Finding, Options, junit, run, text
+from mockserver.contract import Finding, RunOptions, junit, run, text
 
 VERSION = "3.3.*"
 MEMBER = "airflow/api_fastapi/core_api/openapi/v2-rest-api-generated.yaml"
@@ -85,7 +85,7 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.CRITICAL)  # a line per request otherwise
     logging.getLogger("mockserver").setLevel(logging.CRITICAL)  # each contract violation is a finding already
     started = time.monotonic()
-    result = run(Options(spec, None, seed=args.seed, max_examples=args.max_examples))
+    result = run(RunOptions(spec, None, seed=args.seed, max_examples=args.max_examples))
     wall = time.monotonic() - started
     print(text(result))
     if args.junit:

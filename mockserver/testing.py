@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from .pipeline.pipeline import Pipeline
+from .pipeline.pipeline import Options, Pipeline
 from .state import SESSION_HEADER
 from .web.app import MOCK_KEY, create_app, pipeline_of
 
@@ -92,10 +92,11 @@ class MockClient:
 class MockServer(MockClient):
     """The mock of a description, served from this process on a free port in a thread."""
 
-    def __init__(self, spec: str | Path, fixtures: str | Path | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, control_token: str | None = None, **options: Any) -> None:
+    def __init__(self, spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None, *,
+                 host: str = "127.0.0.1", port: int = 0, control_token: str | None = None, **fields: Any) -> None:
+        """`options` and `fields` as `create_app` takes them (the public `Options`, any field also as a keyword)."""
         super().__init__("", control_token=control_token)
-        self.app = create_app(spec, fixtures, control_token=control_token, **options)
+        self.app = create_app(spec, fixtures, options, control_token=control_token, **fields)
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None

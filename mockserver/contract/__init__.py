@@ -11,15 +11,15 @@ from .credentials import Credentials, Sent
 from .data import DataError
 from .report import as_json, junit, text, write_json
 from .results import Finding, Gap, RunResult, fold
-from .runner import DEFAULT_MAX_EXAMPLES, MODES, PHASES, CoverageCap, Options, run
+from .runner import DEFAULT_MAX_EXAMPLES, MODES, PHASES, CoverageCap, RunOptions, run
 from .schema import Contract, UnknownOperation, inline_operations, load_contract
 
 __all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding",
-           "Gap", "Options", "RunResult", "Sent", "UnknownOperation", "as_json", "check", "fold", "inline_operations",
-           "load_contract", "run"]
+           "Gap", "RunOptions", "RunResult", "Sent", "UnknownOperation", "as_json", "check", "fold",
+           "inline_operations", "load_contract", "run"]
 
 
-def check(options: Options, junit_path: Path | None = None, progress: TextIO | None = None,
+def check(options: RunOptions, junit_path: Path | None = None, progress: TextIO | None = None,
           json_path: Path | None = None) -> int:
     """Run, print the report, write the JUnit file and the JSON report (`as_json`) if asked: 0 when everything
     passed, else 1. Raises LoadError or

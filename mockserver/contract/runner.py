@@ -22,8 +22,7 @@ from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..pipeline.auth import Token
-from ..pipeline.pipeline import Pipeline
+from ..pipeline.pipeline import Options, Pipeline
 from ..spec.index import SpecIndex
 from ..testing import MockServer
 from . import data
@@ -45,7 +44,7 @@ ALL_CHECKS = ["all"]
 
 
 @dataclass
-class Options:
+class RunOptions:
     spec: Path
     fixtures: Path | None
     url: str | None = None  # None: the mock, in-process
@@ -84,7 +83,7 @@ class Options:
     allow_outside: tuple[Path, ...] = ()  # folders besides their own the description and fixtures may read
 
 
-def run(options: Options, mock: MockServer | None = None) -> RunResult:
+def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
     """Raises LoadError / UnknownOperation before any call when the description or fixtures are unusable.
     Without a URL the mock of the same description and fixtures answers in-process: `mock` when given (built, not
     started: the run starts and stops it), else one made here, with strict auth when the fixtures declare a usable
@@ -96,11 +95,11 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     if options.url is None and server is None:
         # strict, and the run's placeholder credential let in where the fixtures declare no token of their own, so
         # a call without it (or with another) is the 401 a real API answers, and `ignored_auth` checks something
-        server = MockServer(options.spec, options.fixtures, strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,),
-                            stateful=options.stateful, allow_outside=options.allow_outside)
+        # (and, where the fixtures declare no token, the run's own credentials: `guests`)
+        server = MockServer(options.spec, options.fixtures, Options(
+            strict_auth=True, accept_tokens=(PLACEHOLDER_TOKEN,), guest_tokens=guests(options),
+            stateful=options.stateful, allow_outside=options.allow_outside))
     pipeline = server.pipeline if server else None
-    if pipeline is not None and options.url is None and mock is None:
-        let_in(pipeline, options)
     if pipeline is not None and pipeline.auth.strict and usable_token(pipeline.auth) is None:
         pipeline.auth.strict = False  # a mock given to run(), strict with no token: it would answer every call 401
     notes: list[str] = []
@@ -161,7 +160,7 @@ def run(options: Options, mock: MockServer | None = None) -> RunResult:
     return result
 
 
-def _force(schema: OpenApiSchema, result: RunResult, options: Options,
+def _force(schema: OpenApiSchema, result: RunResult, options: RunOptions,
            execute: Callable[[OpenApiSchema], None]) -> str:
     """Force every declared response where the target honours `Prefer: code=`; what was done, for the report."""
     honoured_on = probe(result, options.request_timeout)
@@ -172,7 +171,7 @@ def _force(schema: OpenApiSchema, result: RunResult, options: Options,
     return f"forced with `Prefer: code=` (honoured on {honoured_on}): {statuses} statuses, each declared response once"
 
 
-def _callable(spec: SpecIndex, options: Options) -> set[str]:
+def _callable(spec: SpecIndex, options: RunOptions) -> set[str]:
     """The labels of the operations the run may call: chosen, not excluded nor skipped."""
     labels = {op.id: f"{op.method.upper()} {op.path}" for op in spec.operations.values()}
     chosen = {labels.get(name, name) for name in options.operations} if options.operations else set(labels.values())
@@ -231,7 +230,7 @@ def _no_local_constants() -> None:
     providers.CONSTANTS_CACHE.cache.clear()  # choices worked out with whatever constants were found before
 
 
-def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[str]], seed: int, *,
+def _configure(schema: OpenApiSchema, options: RunOptions, checks: dict[str, list[str]], seed: int, *,
                sanitize: bool) -> CoverageCap | None:
     """The options' phases and checks; the same seed and no example database make the same requests again.
     Returns the coverage cap's hook, if any."""
@@ -255,16 +254,14 @@ def _configure(schema: OpenApiSchema, options: Options, checks: dict[str, list[s
     return cap
 
 
-def let_in(pipeline: Pipeline, options: Options) -> None:
-    """The in-process mock of fixtures that declare no token of their own lets the run's credentials in (the
-    token, `--auth-bearer`, each `--api-key` value, the basic user), as it lets its placeholder in: it has no
-    callers of its own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
-    if (pipeline.fixtures.settings.get("auth") or {}).get("tokens") or not options.credentials:
-        return
+def guests(options: RunOptions) -> tuple[str, ...]:
+    """The run's credentials (the token, `--auth-bearer`, each `--api-key` value, the basic user) that the in-process
+    mock of fixtures declaring no token of their own lets in, as it lets its placeholder in: it has no callers of its
+    own to tell them from. With declared tokens, only those (and the placeholder) are callers."""
+    if not options.credentials:
+        return ()
     given = [options.token, options.bearer, *options.api_keys.values(), options.basic[0] if options.basic else None]
-    for value in dict.fromkeys(v for v in given if v):
-        pipeline.auth.tokens.setdefault(value, Token(f"given-{len(pipeline.auth.tokens)}",
-                                                     pipeline.auth.default_tenant))
+    return tuple(dict.fromkeys(v for v in given if v))
 
 
 class CoverageCap:
@@ -299,7 +296,7 @@ class CoverageCap:
 
 
 @contextmanager
-def _serving(server: MockServer | None, options: Options, schema: OpenApiSchema) -> Iterator[tuple[str, str]]:
+def _serving(server: MockServer | None, options: RunOptions, schema: OpenApiSchema) -> Iterator[tuple[str, str]]:
     """The base URL to call and how to name the target: the URL, or the in-process mock, started for the run."""
     if server is None:
         assert options.url is not None

@@ -56,6 +56,9 @@ class Options:
     max_header: int = 8192  # bytes of one header value; longer is 431
     max_depth: int = MAX_DEPTH  # levels a JSON body (or JSON parameter, or control call) may nest; deeper is 400
     accept_tokens: tuple[str, ...] = ()  # credentials let in as callers besides the fixtures' (--accept-token)
+    # let in as callers too, but only when the fixtures declare no token of their own: then the mock has no callers
+    # to tell them from (the credentials `mockserver contract` runs with against its in-process mock)
+    guest_tokens: tuple[str, ...] = ()
     state: str | None = None  # where runtime state lives: None/"memory" (this process) or a Redis URL
     session_ttl: float = SESSION_TTL  # seconds a session may stay idle before it is forgotten
     state_timeout: float = STATE_TIMEOUT  # seconds a call to a shared store may wait; then 503, never longer
@@ -99,9 +102,12 @@ class Pipeline:
         settings = fixtures.settings
         self.request_id_header = settings.get("requestIdHeader", "X-Request-Id")
         auth = settings.get("auth", {})
-        tokens = {name: Token(**raw) for name, raw in auth.get("tokens", {}).items()}
+        declared = auth.get("tokens") or {}
+        tokens = {name: Token(**raw) for name, raw in declared.items()}
         for number, name in enumerate(self.options.accept_tokens, 1):  # after the fixtures' own, never over one
             tokens.setdefault(name, Token(f"accepted-{number}", auth.get("defaultTenant")))
+        for name in () if declared else self.options.guest_tokens:
+            tokens.setdefault(name, Token(f"given-{len(tokens)}", auth.get("defaultTenant")))
         self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth)

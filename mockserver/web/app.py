@@ -11,6 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,23 +206,23 @@ def load_pipeline(spec: str | Path, fixtures: str | Path | None = None, options:
     return Pipeline.load(Path(spec), Path(fixtures) if fixtures else None, settings, store)
 
 
-_DEFAULTS = Options()
+def with_fields(options: Options | None, fields: dict[str, Any]) -> Options:
+    """`options` (or the defaults) with some fields given as keywords, the sugar `create_app(..., seed=3)` and
+    `MockServer(..., strict_auth=True)` keep; a keyword that names no field is a TypeError."""
+    given = dict(fields)
+    if "allow_outside" in given:
+        given["allow_outside"] = tuple(Path(folder) for folder in given["allow_outside"])
+    if "accept_tokens" in given:
+        given["accept_tokens"] = tuple(given["accept_tokens"])
+    return replace(options or Options(), **given)
 
 
-def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control: bool = True,
-               control_token: str | None = None, watch: bool = False, proxy: Proxy | None = None,
-               loaded: Pipeline | None = None, seed: int = _DEFAULTS.seed, strict_auth: bool = _DEFAULTS.strict_auth,
-               validate_responses: bool = _DEFAULTS.validate_responses,
-               cursor_secret: str | None = _DEFAULTS.cursor_secret, journal_size: int = _DEFAULTS.journal_size,
-               max_body: int = _DEFAULTS.max_body, max_url: int = _DEFAULTS.max_url,
-               max_header: int = _DEFAULTS.max_header, max_depth: int = _DEFAULTS.max_depth,
-               accept_tokens: tuple[str, ...] = _DEFAULTS.accept_tokens,
-               state: str | None = _DEFAULTS.state, session_ttl: float = _DEFAULTS.session_ttl,
-               max_items: int = _DEFAULTS.max_items, stateful: bool = _DEFAULTS.stateful,
-               dynamic: bool = _DEFAULTS.dynamic, control_origins: tuple[str, ...] = (),
-               allow_outside: Iterable[str | Path] = _DEFAULTS.allow_outside,
-               state_timeout: float = _DEFAULTS.state_timeout) -> Flask:
-    """A Flask app serving the description; raises LoadError (with every problem) if anything is wrong, and
+def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None, *,
+               control: bool = True, control_token: str | None = None, watch: bool = False,
+               proxy: Proxy | None = None, loaded: Pipeline | None = None, control_origins: tuple[str, ...] = (),
+               **fields: Any) -> Flask:
+    """A Flask app serving the description with `options` (the public `Options`; any of its fields may also be
+    given as a keyword, over `options`); raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
     `control=False` leaves out the control API under /__mock/; `control_token` protects it; `control_origins`
     are the browser origins that may use it besides the mock's own (`*`: any, only with a token; ValueError
@@ -229,17 +230,11 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, *, control:
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
     deployment instead of answering them (the pipeline still checks them, and answers on fallback). `loaded` is
     what `load_pipeline` made already (before `mockserver serve` forks its workers): its options and store are
-    used, and the other keywords (`Options`' fields) are not."""
+    used, and `options` and the keywords are not."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
     origins = ControlOrigins(tuple(control_origins), control_token)
     if loaded is None:
-        loaded = load_pipeline(spec_path, fixtures_path, Options(
-            seed=seed, strict_auth=strict_auth, validate_responses=validate_responses, cursor_secret=cursor_secret,
-            journal_size=journal_size, max_body=max_body, max_url=max_url, max_header=max_header,
-            max_depth=max_depth, accept_tokens=tuple(accept_tokens), state=state, session_ttl=session_ttl,
-            max_items=max_items,
-            stateful=stateful, dynamic=dynamic, allow_outside=tuple(Path(folder) for folder in allow_outside),
-            state_timeout=state_timeout))
+        loaded = load_pipeline(spec_path, fixtures_path, with_fields(options, fields))
     settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
 
     def build() -> Pipeline:

@@ -40,7 +40,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 @dataclass(frozen=True)
-class Settings:
+class Listening:
     """How `mockserver serve` listens, and the size of each worker."""
 
     host: str
@@ -78,7 +78,7 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(address).is_loopback for address in addresses)
 
 
-def serve(factory: Callable[[], Flask], settings: Settings, log_level: str) -> None:
+def serve(factory: Callable[[], Flask], settings: Listening, log_level: str) -> None:
     """Run until SIGTERM/SIGINT, which stop new connections and let requests in flight finish (DRAIN_S)."""
     server = Granian(
         "mockserver", address=settings.host, port=settings.port, interface=Interfaces.RSGI,
@@ -102,7 +102,7 @@ def open_files() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 16
 
 
-def _worker_app(factory: Callable[[], Flask], settings: Settings) -> MockRSGI:
+def _worker_app(factory: Callable[[], Flask], settings: Listening) -> MockRSGI:
     """In each worker, after the fork: its own app, and its access lines flushed when it stops (a worker process
     ends without running `atexit` handlers; multiprocessing's finalizers do run)."""
     app = MockRSGI.of(factory(), settings.threads, settings.body_timeout, settings.backpressure)

@@ -80,3 +80,13 @@ def test_accepted_tokens_without_fixtures():
     client = create_app(LIBRARY / "openapi.yaml", strict_auth=True, accept_tokens=("reader-1",)).test_client()
     assert client.get("/api/v2/books", headers={"X-Api-Key": "reader-1"}).status_code == 200
     assert client.get("/api/v2/books", headers={"X-Api-Key": "someone-else"}).status_code == 401
+
+
+def test_guest_tokens_are_callers_only_where_the_fixtures_declare_none():
+    """What `mockserver contract` runs its in-process mock with: its credentials let in where the mock has no
+    callers of its own, and refused where the fixtures declare theirs."""
+    client = create_app(LIBRARY / "openapi.yaml", strict_auth=True, guest_tokens=("run-key",)).test_client()
+    assert client.get("/api/v2/books", headers={"X-Api-Key": "run-key"}).status_code == 200
+    assert client.get("/api/v2/books", headers={"X-Api-Key": "someone-else"}).status_code == 401
+    kindgi = create_app(KINDGI_SPEC, KINDGI_FIXTURES, strict_auth=True, guest_tokens=("run-key",)).test_client()
+    assert kindgi.get("/v1/test-sets", headers={"Authorization": "Bearer run-key"}).status_code == 401

@@ -19,3 +19,12 @@ def test_the_core_and_the_pytest_plugin_load_no_flask():
             "print(sorted(m for m in ('flask', 'werkzeug') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_create_app_and_mock_server_take_the_public_options_with_keywords_over_them():
+    options = mockserver.Options(seed=3, strict_auth=True, allow_outside=(ROOT,))
+    app = mockserver.create_app(KINDGI_SPEC, KINDGI_FIXTURES, options, journal_size=5)
+    assert mockserver.pipeline_of(app).options == mockserver.Options(seed=3, strict_auth=True, journal_size=5,
+                                                                    allow_outside=(ROOT,))
+    server = mockserver.MockServer(KINDGI_SPEC, KINDGI_FIXTURES, options, seed=4)
+    assert server.pipeline.options == mockserver.Options(seed=4, strict_auth=True, allow_outside=(ROOT,))

@@ -404,9 +404,9 @@ def test_a_path_parameter_named_for_its_resource_keys_it_by_its_last_word(write)
 
 # -- the contract's stateful phase --------------------------------------------------------------------------------
 def stateful_phase(petstore: Path, url: str | None = None) -> Any:
-    from mockserver.contract.runner import Options, run
+    from mockserver.contract.runner import RunOptions, run
 
-    return run(Options(petstore, None, url=url, phases=["stateful"], max_examples=10, seed=1, force=False,
+    return run(RunOptions(petstore, None, url=url, phases=["stateful"], max_examples=10, seed=1, force=False,
                        stateful=url is None))
 
 
@@ -420,9 +420,9 @@ def test_the_contracts_stateful_phase_passes_against_the_stateful_mock(petstore)
 def test_the_contract_of_a_mock_that_remembers_nothing_leaves_use_after_free_out_and_says_so(petstore):
     """Without --stateful the mock answers a deleted pet as before: that is the mock's declared behaviour, not a
     defect of the description, so the check is left out with the reason (docs/STATEFUL.md)."""
-    from mockserver.contract.runner import Options, run
+    from mockserver.contract.runner import RunOptions, run
 
-    result = run(Options(petstore, None, phases=["stateful"], max_examples=10, seed=1, force=False))
+    result = run(RunOptions(petstore, None, phases=["stateful"], max_examples=10, seed=1, force=False))
     assert result.passed, (result.errors, result.gaps, {k: v.findings for k, v in result.operations.items()})
     assert any(note.startswith("use_after_free left out: the mock checked remembers no write") for note in result.notes)
     assert not any("use_after_free" in note for note in stateful_phase(petstore).notes)  # checked when it remembers

@@ -2,16 +2,17 @@
 /__mock/coverage — for people (a report per operation) and for CI (JUnit XML, a minimum percentage)."""
 from __future__ import annotations
 
-import json
+import argparse
+import os
 import sys
 import textwrap
 import urllib.error
-import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+
+HELP = "what a client's calls exercised of the description, read from a running mock"
 
 WIDTH = 110
 _LABEL = 18  # width of the first column of an operation's lines
@@ -23,15 +24,13 @@ class Unreachable(Exception):
 
 def fetch(url: str, control_token: str | None = None, session: str | None = None) -> dict[str, Any]:
     """The whole mock's coverage, or one session's."""
-    headers = {"X-Mock-Control-Token": control_token} if control_token else {}
-    query = "?" + urlencode({"session": session}) if session else ""
-    request = urllib.request.Request(url.rstrip("/") + "/__mock/coverage" + query, headers=headers)
+    from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        hint = {401: ": give its --control-token", 404: ": is its control API on (no --no-control)?"}.get(exc.code, "")
-        raise Unreachable(f"{url} answered {exc.code} for /__mock/coverage{hint}") from None
+        return MockClient(url, control_token=control_token, session=session).coverage()
+    except ControlError as exc:
+        hints = {401: ": give its --control-token", 404: ": is its control API on (no --no-control)?"}
+        raise Unreachable(f"{url} answered {exc.status} for /__mock/coverage{hints.get(exc.status, '')}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise Unreachable(f"cannot read the coverage of {url}: {getattr(exc, 'reason', exc)}") from None
 
@@ -96,15 +95,25 @@ def junit(report: dict[str, Any], path: Path) -> None:
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def run(url: str, control_token: str | None, junit_path: Path | None, minimum: float | None,
-        session: str | None = None) -> int:
-    """0, or 1 below `minimum`; 2 when the mock's coverage cannot be read."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default="http://127.0.0.1:4010", help="the running mock (default %(default)s)")
+    parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                        help="the mock's control token, if it has one (env MOCKSERVER_CONTROL_TOKEN)")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report: a test case per "
+                                                                   "status, query parameter and enum value")
+    parser.add_argument("--min", type=float, metavar="PERCENT", help="exit 1 below this total percentage")
+    parser.add_argument("--session", metavar="NAME", help="only the calls of this session (X-Mock-Session)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """0, or 1 below --min; 2 when the mock's coverage cannot be read."""
+    url, minimum = args.url, args.min
     try:
-        report = fetch(url, control_token, session)
+        report = fetch(url, args.control_token, args.session)
     except Unreachable as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
     print(text(report, url, minimum), flush=True)
-    if junit_path is not None:
-        junit(report, junit_path)
+    if args.junit is not None:
+        junit(report, args.junit)
     return 1 if minimum is not None and report["percent"] < minimum else 0

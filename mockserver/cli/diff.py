@@ -3,22 +3,26 @@ calls; as text for people, markdown for a pull-request comment, JSON for tools. 
 0 otherwise, 2 when an input is unusable (one line naming the file and what)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import time
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base.errors import LoadError
-from .fixtures.loading import load_fixtures
-from .pipeline.pipeline import Pipeline
-from .spec.index import SpecIndex
-from .tools.diff import Change, Differ, Location
-from .tools.evidence import Evidence, Tally, gather
+from ..base.errors import LoadError
+from ..fixtures.loading import load_fixtures
+from ..pipeline.pipeline import Pipeline
+from ..spec.index import SpecIndex
+from ..tools.diff import Change, Differ, Location
+from ..tools.evidence import Evidence, Tally, gather
+from .flags import add_allow_outside
+
+HELP = ("what changed between two descriptions, breaking or not for clients, with evidence from fixtures and the "
+        "journal of real calls")
 
 
 class Unusable(Exception):
@@ -75,14 +79,13 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
         where = str(path)
     else:
         url = str(url)
-        headers = {"X-Mock-Control-Token": control_token} if control_token else {}
-        request = urllib.request.Request(url.rstrip("/") + "/__mock/requests", headers=headers)
+        from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                data = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            hint = {401: ": give its --control-token", 404: ": is its control API on?"}.get(exc.code, "")
-            raise Unusable(f"{url} answered {exc.code} for /__mock/requests{hint}") from None
+            data = MockClient(url, control_token=control_token).control("GET", "requests")
+        except ControlError as exc:
+            hint = {401: ": give its --control-token", 404: ": is its control API on?"}.get(exc.status, "")
+            raise Unusable(f"{url} answered {exc.status} for /__mock/requests{hint}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             raise Unusable(f"cannot read the journal of {url}: {getattr(exc, 'reason', exc)}") from None
         where = f"{url}/__mock/requests"
@@ -237,19 +240,36 @@ def as_json(report: Report) -> str:
 FORMATS = {"text": text, "markdown": markdown, "json": as_json}
 
 
-def run(old: Path, new: Path, *, fixtures: Path | None = None, journal: Path | None = None, url: str | None = None,
-        control_token: str | None = None, output: str = "text", fail_on: str | None = None,
-        allow_outside: tuple[Path, ...] = ()) -> int:
-    """Print the report; 1 when `fail_on` is met (a breaking change, or any change), 0 otherwise, 2 unusable."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", type=Path, metavar="OLD")
+    parser.add_argument("new", type=Path, metavar="NEW")
+    parser.add_argument("--fixtures", type=Path, help="fixtures folder (fitting OLD): every answer it serves is "
+                                                      "checked against NEW")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--journal", type=Path, metavar="FILE", help="a saved GET /__mock/requests: every request "
+                                                                     "and answer replayed through NEW")
+    source.add_argument("--url", metavar="MOCK", help="a running mock (of OLD) whose journal to replay")
+    parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
+                        help="the mock's control token, with --url (env MOCKSERVER_CONTROL_TOKEN)")
+    parser.add_argument("--format", default="text", choices=["text", "markdown", "json"])
+    parser.add_argument("--fail-on", choices=["breaking", "any"], help="exit 1 when there is a breaking change (or "
+                                                                       "any)")
+    add_allow_outside(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the report; 1 when --fail-on is met (a breaking change, or any change), 0 otherwise, 2 unusable."""
+    fixtures, fail_on = args.fixtures, args.fail_on
     try:
         if fixtures is not None and not fixtures.is_dir():
             raise Unusable(f"{fixtures}: the fixtures folder does not exist")
-        report = build(old, new, fixtures, read_journal(journal, url, control_token), allow_outside)
+        report = build(args.old, args.new, fixtures, read_journal(args.journal, args.url, args.control_token),
+                       tuple(args.allow_outside))
     except Unusable as exc:
         print(f"mockserver diff: {exc}", file=sys.stderr)
         return 2
     try:
-        print(FORMATS[output](report))
+        print(FORMATS[args.format](report))
         sys.stdout.flush()
     except BrokenPipeError:  # read by `head` or a closed pipe: nothing more to say
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's own flush at exit stays quiet

@@ -1,0 +1,26 @@
+"""The `mockserver` command: one module per subcommand, each with `HELP`, `add_arguments(parser)` and
+`run(args) -> int` (the exit code); the flags they share, and the table of those that set `Options`, in `flags`."""
+from __future__ import annotations
+
+import argparse
+
+from ..cache import default_cache
+from ..spec.documents import use_parse_cache
+from . import contract, coverage, diff, proxy, record, serve, validate
+from .flags import THREADS
+
+__all__ = ["THREADS", "main"]
+
+COMMANDS = {"serve": serve, "validate": validate, "contract": contract, "coverage": coverage, "proxy": proxy,
+            "record": record, "diff": diff}
+DESCRIPTION = "`mockserver serve` and `mockserver validate`."  # what `mockserver --help` has always said
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mockserver", description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        command.add_arguments(commands.add_parser(name, help=command.HELP))
+    args = parser.parse_args(argv)
+    use_parse_cache(default_cache())  # a description read before starts in milliseconds (mockserver/cache.py)
+    return COMMANDS[args.command].run(args)

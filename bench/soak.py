@@ -137,12 +137,7 @@ def soak(args: argparse.Namespace, state: list[str]) -> bool:
                                str(args.threads), "--log-level", "warning"],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_listening(port)
         warm: Counter = Counter()
         # warm-up: every worker's journal (1,000 entries) and caches fill up, so what follows shows any leak
         warmers = [threading.Thread(target=hammer, args=(port, 500, i, warm, [], [], time.monotonic() + 60))
@@ -208,12 +203,7 @@ def slow_uploads(args: argparse.Namespace) -> bool:
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     socks: list[socket.socket] = []
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until_listening(port)
         rss = [rss_kib(server.pid)]
         started = time.monotonic()
         for _ in range(SLOW_UPLOADS):
@@ -322,12 +312,7 @@ def frozen_redis() -> dict[str, Any]:
             connection.close()
 
         try:
-            for _ in range(300):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            wait_until_listening(port)
             pollers = [threading.Thread(target=poll, args=(path,)) for path in ["/nope"] * 4 + [FLAKY_PATH] * 2]
             for t in pollers:
                 t.start()
@@ -368,6 +353,16 @@ def frozen_redis() -> dict[str, Any]:
     result["ok"] = (worst < 1.5 and first_503 < 2.0 and last_away - continued_at < 5.0 and not unexpected
                     and exit_code == 0)
     return result
+
+
+def wait_until_listening(port: int) -> None:
+    """Until the server on `port` takes connections (30 s at most: a server that never does shows in the phase)."""
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def main() -> int:

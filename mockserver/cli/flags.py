@@ -133,35 +133,22 @@ def name_list(text: str) -> list[str]:
     return names
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1")
-    return value
+def _number(cast: Callable[[str], Any], fits: Callable[[Any], bool], what: str) -> Callable[[str], Any]:
+    """An argparse type: `text` read by `cast` and held to `fits`, else one message saying what was wanted."""
+    def read(text: str) -> Any:
+        try:
+            value = cast(text)
+        except ValueError:
+            value = None
+        if value is None or not fits(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return read
 
 
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
-
-
-def percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
-    return value
-
+positive = _number(int, lambda value: value >= 1, "a whole number from 1")
+seconds = _number(float, lambda value: 0 < value < float("inf"), "a number of seconds above 0")
+percent = _number(float, lambda value: 0 <= value <= 100, "a percentage from 0 to 100")
 
 
 def _folder(text: str) -> Path:

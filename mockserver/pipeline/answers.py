@@ -116,6 +116,8 @@ class Answers:
                 continue
             self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
         self._prepare_live()
+        # the operations whose answer reads or writes a written collection: each of their calls asks the store
+        self.stored = frozenset(op_id for op_id, fixture in self.fixtures.items() if self._asks_store(fixture))
 
     # -- start-up ------------------------------------------------------------------------------------------
     def _collection(self, name: str, fixtures: FixtureSet, located: Located, *where: Any) -> Collection | None:
@@ -189,6 +191,11 @@ class Answers:
         own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                      self.generator, own)
+
+    def _asks_store(self, fixture: OperationFixture) -> bool:
+        read = [collection.name for collection, _, _ in fixture.requires]
+        read += [query.collection.name for query in (fixture.listing, fixture.item) if query is not None]
+        return fixture.write is not None or any(name in self.live for name in read)
 
     def versions(self, session: str | None) -> tuple[str | None, ...]:
         """The version of each written collection as the session sees it: what a kept answer was made from."""

@@ -131,6 +131,8 @@ class Pipeline:
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
                                    (settings.get("errors") or {}).get("template"))
+        # `waits_on_store`'s test, with the scenarios' operations it was made for
+        self._waiting: tuple[frozenset[str], Callable[[str, str], bool]] | None = None
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values()
                             if h.name.lower() == self.request_id_header.lower() and h.schema]
@@ -176,6 +178,20 @@ class Pipeline:
         if given and _SANE_ID.match(given) and (not self._id_schemas or self._fits_id_schemas(given)):
             return given
         return self.new_request_id()
+
+    def waits_on_store(self, method: str, path: str) -> bool:
+        """Whether the answer to a request (its method and raw path) may wait on a round trip to a shared store
+        (Redis): its operation reads or writes a written collection, or a scenario in force names it (a firing
+        is counted there). A server makes such an answer off its event loop, so a Redis that does not answer
+        holds up no other call (web/rsgi.py). A dict and a pattern per request: the pattern is made again only
+        when the scenarios change (a scenario set between this and the answer may still make its one wait)."""
+        if not self.store.shared:
+            return False
+        named = self.scenarios.named()
+        waiting = self._waiting
+        if waiting is None or waiting[0] is not named:
+            waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored))
+        return waiting[1](method, path)
 
     def handle(self, request: MockRequest) -> MockResponse:
         request_id = self.request_id(request)

@@ -62,12 +62,10 @@ class Router:
     def match(self, method: str, raw_path: str, query: dict[str, list[str]] | None = None) -> Match:
         """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError. Where the
         description has path keys that differ only by a query (`/responses?beta=true`), the query decides."""
-        path = raw_path
-        if self.base_path:
-            if path != self.base_path and not path.startswith(self.base_path + "/"):
-                raise MockError(404, f"no operation at {raw_path}: paths start with {self.base_path}",
-                                details={"path": raw_path})
-            path = path[len(self.base_path):] or "/"
+        path = self._local(raw_path)
+        if path is None:
+            raise MockError(404, f"no operation at {raw_path}: paths start with {self.base_path}",
+                            details={"path": raw_path})
         first: Route | None = None
         for route in self._routes:
             m = route.pattern.match(path)
@@ -92,6 +90,34 @@ class Router:
                             details={"path": raw_path, "allowed": sorted(first.operations)},
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
+
+    def _local(self, raw_path: str) -> str | None:
+        """The path below the server's base path, or None when it lies outside."""
+        if not self.base_path:
+            return raw_path
+        if raw_path != self.base_path and not raw_path.startswith(self.base_path + "/"):
+            return None
+        return raw_path[len(self.base_path):] or "/"
+
+    def reaching(self, operation_ids: frozenset[str]) -> Callable[[str, str], bool]:
+        """Whether a method and a raw path may reach one of these operations, decided by one pattern per method
+        (made here, once): true for every request `match` gives one of them, and maybe for a few more (it leaves
+        the query and a more concrete path's claim aside), never the other way round."""
+        alternatives: dict[str, list[str]] = {}
+        for route in self._routes:
+            for method, ops in route.operations.items():
+                if any(op.id in operation_ids for op in ops):
+                    alternatives.setdefault(method, []).append(_pattern(route.template))
+        patterns = {method: re.compile("(?:" + "|".join(found) + ")/?$") for method, found in alternatives.items()}
+
+        def reaches(method: str, raw_path: str) -> bool:
+            pattern = patterns.get(method.upper())
+            if pattern is None:
+                return False
+            path = self._local(raw_path)
+            return path is not None and pattern.match(path) is not None
+
+        return reaches
 
     def guess(self, request_line: str) -> Operation | None:
         """The operation a request line names, for a refusal made before the request is read in full (a line over

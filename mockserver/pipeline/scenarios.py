@@ -157,6 +157,7 @@ class Scenarios:
         self._global: list[Scenario] = []
         self._by_session: dict[str, list[Scenario]] = {}
         self._removed: frozenset[str] = frozenset()
+        self._named: frozenset[str] = frozenset()  # the operations some scenario in force names, in any session
         self._spent: set[str] = set()  # uids whose `times` are used up, as this process learnt it
         self._unfit: set[str] = set()  # uids already said not to fit this description
 
@@ -289,8 +290,17 @@ class Scenarios:
             return self._effect_of(scenario, hit)
         return None
 
+    def named(self) -> frozenset[str]:
+        """The operations some scenario in force (of any session) names: the calls a firing may be counted for.
+        The same set until the book changes."""
+        self._refresh()
+        return self._named
+
     def _in_force(self, session: str | None, everything: bool = False) -> list[Scenario]:
         self._refresh()
+        return self._gathered(session, everything)
+
+    def _gathered(self, session: str | None, everything: bool) -> list[Scenario]:
         if everything:
             own = [s for scenarios in self._by_session.values() for s in scenarios]
         else:
@@ -319,6 +329,7 @@ class Scenarios:
                     continue
                 (global_ if record.session is None else by_session.setdefault(record.session, [])).append(scenario)
             self._global, self._by_session, self._removed = global_, by_session, book.removed
+            self._named = frozenset(s.operation.id for s in self._gathered(None, everything=True))
             self._version = book.version
 
     def _unspent(self, records: Iterable[Record], hits: Callable[[Iterable[str]], dict[str, int]]) -> list[Record]:

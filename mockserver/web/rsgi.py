@@ -1,11 +1,12 @@
 """The mock over Granian's RSGI interface, as `mockserver serve` runs it. Each worker answers the described API
 on its event loop: the pipeline's work is short, and its state store does the slow part off the request path
 (the memory store has none; Redis is written in batches by a thread of its own and read from a copy its
-listener keeps, so only a scenario's count or a write waits for a round trip), so it runs right there, and a
-scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow answer held one of a few
-threads, and the threads fought for the GIL: issue 15's p99). What may block for long runs in the worker's
-threads (`threads`): the control API and its pages (Flask, through WSGI; a change waits for every process to
-take it), and every answer behind `mockserver proxy` (it waits on the deployment).
+listener keeps), so it runs right there, and a scenario's latency is an `asyncio.sleep` that holds no thread
+(under WSGI each slow answer held one of a few threads, and the threads fought for the GIL: issue 15's p99).
+What may block for long runs in the worker's threads (`threads`): the control API and its pages (Flask, through
+WSGI; a change waits for every process to take it), every answer behind `mockserver proxy` (it waits on the
+deployment), and on Redis the answers that make a round trip (a scenario's count, a written collection's rows:
+`Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never a 404 or a preflight.
 
 A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
 are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
@@ -82,8 +83,10 @@ class MockRSGI:
             status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
             proto.response_bytes(status, out, chunks)
             return
-        run = self._blocking if mock.proxied else _now  # a proxied answer waits on the deployment
-        pipeline, request, result = await run(mock.answer, method, _raw(path), query, headers, body)
+        raw = _raw(path)
+        # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
+        run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(method, raw) else _now
+        pipeline, request, result = await run(mock.answer, method, raw, query, headers, body)
         if result.delay_ms:
             await asyncio.sleep(result.delay_ms / 1000)
         out_headers = await run(mock.finish, pipeline, request, result, started)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -325,3 +326,44 @@ def test_a_replica_stopped_while_redis_is_frozen_says_how_many_calls_it_could_no
         assert server.stderr is not None
         lost = [line for line in server.stderr.read().splitlines() if "journal entries not written" in line]
     assert len(lost) == 1 and "did not answer before this process ended: 5 journal entries" in lost[0], lost
+
+
+def test_a_call_that_needs_no_state_never_waits_behind_calls_waiting_on_a_frozen_redis(own_redis):
+    """One worker, Redis frozen while two clients keep calling what a scenario counts in Redis (the fixtures' own
+    on FLAKY, one set at run time on TEST_SETS): a 404 answers within 200 ms every time (before, it waited up to
+    the timeout, 1 s, behind them on the worker's event loop); those calls answer 503 mock-state-unavailable;
+    after SIGCONT every call answers as before."""
+    with serving("--state", own_redis.url(), "--workers", "1", "--log-level", "warning") as (_, port):
+        assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 401,
+                                                        "times": 100_000})[0] == 201
+        stop = threading.Event()
+        waiting: list[tuple[float, int, Any, float]] = []  # began, status, body, seconds
+
+        def keep_calling(path: str) -> None:
+            while not stop.is_set():
+                began = time.monotonic()
+                status, answer, took, _ = timed(port, path)
+                waiting.append((began, status, answer, took))
+
+        with ThreadPoolExecutor(2) as pool:
+            callers = [pool.submit(keep_calling, path) for path in (FLAKY, TEST_SETS)]
+            time.sleep(0.3)
+            with frozen(own_redis):
+                frozen_at = time.monotonic()
+                nope = []
+                while time.monotonic() < frozen_at + 2.5:
+                    nope.append(timed(port, "/nope"))
+                    time.sleep(0.02)
+                continued_at = time.monotonic()
+            stop.set()
+            for caller in callers:
+                caller.result()
+        assert all(status == 404 for status, *_ in nope), nope
+        assert max(took for *_, took, _ in nope) < 0.2, sorted(took for *_, took, _ in nope)[-5:]
+        while_frozen = [(status, answer) for began, status, answer, took in waiting
+                        if began > frozen_at and began + took < continued_at]
+        assert while_frozen and all(status == 503 and answer["error"]["code"] == "mock-state-unavailable"
+                                    for status, answer in while_frozen), while_frozen
+        assert until(lambda: timed(port, FLAKY)[1].get("error", {}).get("code") == "database-busy", 5)
+        assert until(lambda: timed(port, TEST_SETS)[0] == 401, 5)
+        assert timed(port, "/nope")[0] == 404

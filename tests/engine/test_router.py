@@ -99,3 +99,18 @@ def test_a_refused_request_line_still_names_its_operation():
     assert router.guess("GET /api/Accounts/AC" + "%E2%82%AC" * 3 + "%E2").path == "/Accounts/{Sid}.json"
     assert router.guess("PUT /api/channels/1/reactions/x HTTP/1.1") is None  # whole line: 405, no guessing
     assert router.guess("GET /elsewhere/" + "a" * 10) is None
+
+
+def test_reaching_is_true_for_every_request_that_matches_one_of_the_operations():
+    """What decides whether an answer may wait on Redis: every request `match` gives one of the operations is
+    caught (the falling-through DELETE too), a request of another operation or of no operation is not."""
+    reaches = ROUTER.reaching(frozenset({"DELETE /users/{id}", "GET /Accounts/{Sid}.json"}))
+    for method, path in [("DELETE", "/api/users/me"), ("DELETE", "/api/users/7/"), ("delete", "/api/users/7"),
+                         ("GET", "/api/Accounts/A%2F1.json")]:
+        assert reaches(method, path) and ROUTER.match(method.upper(), path).operation.id in {
+            "DELETE /users/{id}", "GET /Accounts/{Sid}.json"}, (method, path)
+    for method, path in [("GET", "/api/users/7"), ("GET", "/api/nope"), ("DELETE", "/users/7"),
+                         ("DELETE", "/api/users/7/x"), ("POST", "/api/Accounts/A.json")]:
+        assert not reaches(method, path), (method, path)
+    assert not ROUTER.reaching(frozenset())("GET", "/api/users/me")
+    assert Router([op("GET", "/")], "/api").reaching(frozenset({"GET /"}))("GET", "/api")

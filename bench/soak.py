@@ -285,7 +285,7 @@ FREEZE_S = 6.0  # how long the frozen Redis phase keeps Redis stopped
 
 def frozen_redis() -> dict[str, Any]:
     """Redis frozen (SIGSTOP) for FREEZE_S under calls, then continued (SIGCONT), with a mock of two workers
-    sharing it: calls that need no state (404s) keep answering; calls that need Redis (a fixtures' scenario,
+    sharing it: calls that need no state (404s) keep answering at once; calls that need Redis (a fixtures' scenario,
     counted there) answer 503 mock-state-unavailable within the timeout, then the scenario's own 503 again."""
     with tempfile.TemporaryDirectory() as folder:
         redis_port, port = free_port(), free_port()
@@ -349,8 +349,8 @@ def frozen_redis() -> dict[str, Any]:
               "recovered_after_sigcont_s": round(max(last_away - continued_at, 0.0), 2),
               "unexpected": len(unexpected), "server_exit_code": exit_code}
     print(json.dumps(result, indent=2))
-    # a stateless call may wait beside one that waits on Redis (the timeout, 1 s), never longer
-    result["ok"] = (worst < 1.5 and first_503 < 2.0 and last_away - continued_at < 5.0 and not unexpected
+    # a stateless call never waits on Redis: the calls that do wait in the worker's threads, not on its loop
+    result["ok"] = (worst < 0.2 and first_503 < 2.0 and last_away - continued_at < 5.0 and not unexpected
                     and exit_code == 0)
     return result
 

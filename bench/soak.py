@@ -336,6 +336,8 @@ def frozen_redis() -> dict[str, Any]:
     stateful = [c for c in calls if c[0] == FLAKY_PATH]
     worst = max((took for _, began, took, _, _ in stateless if began + took >= frozen_at and began < continued_at),
                 default=0.0)
+    # the same calls in the second before the freeze: what the machine's own noise makes of them
+    before = max((took for _, began, took, _, _ in stateless if began + took < frozen_at), default=0.0)
     first_503 = min((began + took for _, began, took, _, code in stateful
                      if code == "mock-state-unavailable" and began >= frozen_at), default=float("inf")) - frozen_at
     last_away = max((began + took for _, began, took, _, code in stateful if code == "mock-state-unavailable"),
@@ -345,6 +347,7 @@ def frozen_redis() -> dict[str, Any]:
     result = {"phase": "frozen Redis", "frozen_s": FREEZE_S, "calls": len(calls),
               "stateless_calls_while_frozen": sum(1 for c in stateless if frozen_at <= c[1] < continued_at),
               "worst_stateless_ms_while_frozen": round(worst * 1000, 1),
+              "worst_stateless_ms_before_freeze": round(before * 1000, 1),
               "first_state_unavailable_503_after_s": round(first_503, 2) if first_503 < FREEZE_S else None,
               "recovered_after_sigcont_s": round(max(last_away - continued_at, 0.0), 2),
               "unexpected": len(unexpected), "server_exit_code": exit_code}

@@ -328,7 +328,46 @@ def test_a_replica_stopped_while_redis_is_frozen_says_how_many_calls_it_could_no
     assert len(lost) == 1 and "did not answer before this process ended: 5 journal entries" in lost[0], lost
 
 
-def test_a_call_that_needs_no_state_never_waits_behind_calls_waiting_on_a_frozen_redis(own_redis):
+
+def beside_a_frozen_redis(redis: RedisServer, port: int, paths: tuple[str, ...]
+                          ) -> tuple[list[tuple[int, Any, float, str | None]], list[tuple[int, Any]]]:
+    """Redis frozen for 2.5 s while one client per path keeps calling it: the 404s of `/nope` called meanwhile,
+    and what the calls to `paths` that began and ended during the freeze answered (status, body)."""
+    stop = threading.Event()
+    waiting: list[tuple[float, int, Any, float]] = []  # began, status, body, seconds
+
+    def keep_calling(path: str) -> None:
+        while not stop.is_set():
+            began = time.monotonic()
+            status, answer, took, _ = timed(port, path)
+            waiting.append((began, status, answer, took))
+
+    with ThreadPoolExecutor(len(paths)) as pool:
+        callers = [pool.submit(keep_calling, path) for path in paths]
+        time.sleep(0.3)
+        with frozen(redis):
+            frozen_at = time.monotonic()
+            nope = []
+            while time.monotonic() < frozen_at + 2.5:
+                nope.append(timed(port, "/nope"))
+                time.sleep(0.02)
+            continued_at = time.monotonic()
+        stop.set()
+        for caller in callers:
+            caller.result()
+    return nope, [(status, answer) for began, status, answer, took in waiting
+                  if began > frozen_at and began + took < continued_at]
+
+
+def assert_no_404_waited_and_the_others_were_503(nope: list[tuple[int, Any, float, str | None]],
+                                                  while_frozen: list[tuple[int, Any]]) -> None:
+    assert all(status == 404 for status, *_ in nope), nope
+    assert max(took for *_, took, _ in nope) < 0.2, sorted(took for *_, took, _ in nope)[-5:]
+    assert while_frozen and all(status == 503 and answer["error"]["code"] == "mock-state-unavailable"
+                                for status, answer in while_frozen), while_frozen
+
+
+def test_a_call_that_needs_no_state_never_waits_behind_scenario_calls_waiting_on_a_frozen_redis(own_redis):
     """One worker, Redis frozen while two clients keep calling what a scenario counts in Redis (the fixtures' own
     on FLAKY, one set at run time on TEST_SETS): a 404 answers within 200 ms every time (before, it waited up to
     the timeout, 1 s, behind them on the worker's event loop); those calls answer 503 mock-state-unavailable;
@@ -336,34 +375,19 @@ def test_a_call_that_needs_no_state_never_waits_behind_calls_waiting_on_a_frozen
     with serving("--state", own_redis.url(), "--workers", "1", "--log-level", "warning") as (_, port):
         assert call(port, "/__mock/scenarios", "POST", {"operationId": "listTestSets", "status": 401,
                                                         "times": 100_000})[0] == 201
-        stop = threading.Event()
-        waiting: list[tuple[float, int, Any, float]] = []  # began, status, body, seconds
-
-        def keep_calling(path: str) -> None:
-            while not stop.is_set():
-                began = time.monotonic()
-                status, answer, took, _ = timed(port, path)
-                waiting.append((began, status, answer, took))
-
-        with ThreadPoolExecutor(2) as pool:
-            callers = [pool.submit(keep_calling, path) for path in (FLAKY, TEST_SETS)]
-            time.sleep(0.3)
-            with frozen(own_redis):
-                frozen_at = time.monotonic()
-                nope = []
-                while time.monotonic() < frozen_at + 2.5:
-                    nope.append(timed(port, "/nope"))
-                    time.sleep(0.02)
-                continued_at = time.monotonic()
-            stop.set()
-            for caller in callers:
-                caller.result()
-        assert all(status == 404 for status, *_ in nope), nope
-        assert max(took for *_, took, _ in nope) < 0.2, sorted(took for *_, took, _ in nope)[-5:]
-        while_frozen = [(status, answer) for began, status, answer, took in waiting
-                        if began > frozen_at and began + took < continued_at]
-        assert while_frozen and all(status == 503 and answer["error"]["code"] == "mock-state-unavailable"
-                                    for status, answer in while_frozen), while_frozen
+        assert_no_404_waited_and_the_others_were_503(*beside_a_frozen_redis(own_redis, port, (FLAKY, TEST_SETS)))
         assert until(lambda: timed(port, FLAKY)[1].get("error", {}).get("code") == "database-busy", 5)
         assert until(lambda: timed(port, TEST_SETS)[0] == 401, 5)
         assert timed(port, "/nope")[0] == 404
+
+
+def test_a_call_that_needs_no_state_never_waits_behind_reads_of_a_written_collection_on_a_frozen_redis(own_redis):
+    """The same beside calls that read a collection written at run time (the pets' list and an item: each asks
+    Redis for the rows' version)."""
+    pets = ROOT / "tests" / "data" / "pets"
+    with serving("--spec", str(pets / "openapi.yaml"), "--fixtures", str(pets / "fixtures"), "--state",
+                 own_redis.url(), "--workers", "1", "--log-level", "warning") as (_, port):
+        assert call(port, "/pets", "POST", {"name": "Rex", "kind": "dog"})[0] == 201
+        assert_no_404_waited_and_the_others_were_503(*beside_a_frozen_redis(own_redis, port, ("/pets", "/pets/1")))
+        assert until(lambda: timed(port, "/pets")[0] == 200, 5)
+        assert "Rex" in [pet["name"] for pet in timed(port, "/pets?kind=dog&limit=100")[1]["data"]]

@@ -131,8 +131,9 @@ class Pipeline:
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
                                    (settings.get("errors") or {}).get("template"))
-        # `waits_on_store`'s test, with the scenarios' operations it was made for
+        # `waits_on_store`'s tests: with the scenarios' operations it was made for, and for every operation
         self._waiting: tuple[frozenset[str], Callable[[str, str], bool]] | None = None
+        self._reaching_any = self.router.reaching(frozenset(spec.operations))
         self._id_schemas = [h.schema for op in spec.operations.values() for r in op.responses.values()
                             for h in r.headers.values()
                             if h.name.lower() == self.request_id_header.lower() and h.schema]
@@ -182,16 +183,18 @@ class Pipeline:
     def waits_on_store(self, method: str, path: str) -> bool:
         """Whether the answer to a request (its method and raw path) may wait on a round trip to a shared store
         (Redis): its operation reads or writes a written collection, or a scenario in force names it (a firing
-        is counted there). A server makes such an answer off its event loop, so a Redis that does not answer
-        holds up no other call (web/rsgi.py). A dict and a pattern per request: the pattern is made again only
-        when the scenarios change (a scenario set between this and the answer may still make its one wait)."""
+        is counted there), or it is among a process's first calls to reach an operation, which wait until the
+        store is known to be reachable. A server makes such an answer off its event loop, so a Redis that does
+        not answer holds up no other call (web/rsgi.py). A dict and a pattern per request: the pattern is made
+        again only when the scenarios change (a scenario set between this and the answer may still make its one
+        wait)."""
         if not self.store.shared:
             return False
         named = self.scenarios.named()
         waiting = self._waiting
         if waiting is None or waiting[0] is not named:
             waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored))
-        return waiting[1](method, path)
+        return waiting[1](method, path) or not self.store.settled() and self._reaching_any(method, path)
 
     def handle(self, request: MockRequest) -> MockResponse:
         request_id = self.request_id(request)

@@ -145,6 +145,11 @@ class Store(ABC):
     def check(self) -> None:
         """Raises `unavailable(...)` while the store cannot be used; cheap (no round trip)."""
 
+    def settled(self) -> bool:
+        """Whether `check` answers at once in this process; a shared store's first use in a process may wait
+        (at most the timeout) until it is known to be reachable."""
+        return True
+
     @abstractmethod
     def probe(self) -> None:
         """Asks the store itself (a round trip where there is one), for /__mock/health: what `describe` says next is

@@ -357,6 +357,9 @@ class RedisStore(Store):
         if not self._available and self._pid != os.getpid():  # no listener here yet to say Redis is back: the
             self._available, self._reason = True, ""  # first request starts it, and it reads the book afresh
 
+    def settled(self) -> bool:
+        return self._pid == os.getpid() and self._ready.is_set()
+
     def check(self) -> None:
         self._ensure_threads()
         self._wait_listening()

@@ -391,3 +391,19 @@ def test_a_call_that_needs_no_state_never_waits_behind_reads_of_a_written_collec
         assert_no_404_waited_and_the_others_were_503(*beside_a_frozen_redis(own_redis, port, ("/pets", "/pets/1")))
         assert until(lambda: timed(port, "/pets")[0] == 200, 5)
         assert "Rex" in [pet["name"] for pet in timed(port, "/pets?kind=dog&limit=100")[1]["data"]]
+
+
+def test_a_404_does_not_wait_behind_a_worker_s_first_call_to_an_operation_while_redis_is_frozen(own_redis):
+    """A worker's first call to any operation waits (at most the timeout) until the worker knows whether Redis
+    answers, even one no scenario names: with Redis frozen before it, a 404 beside it still answers at once (it
+    waited about a second behind it before), and that call is the 503."""
+    with serving("--state", own_redis.url(), "--workers", "1", "--log-level", "warning") as (_, port):
+        with frozen(own_redis), ThreadPoolExecutor(1) as pool:
+            first = pool.submit(timed, port, TEST_SETS)
+            time.sleep(0.1)
+            nope = [timed(port, "/nope") for _ in range(5)]
+            status, answer, took, retry = first.result()
+        assert all(status == 404 for status, *_ in nope) and max(took for *_, took, _ in nope) < 0.2, nope
+        assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1", answer
+        assert took < 2.0
+        assert until(lambda: timed(port, TEST_SETS)[0] == 200, 5)

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import ROOT
 
-PYTHON_WARNING = re.compile(r"\b\w*Warning\b")  # BuildBackendWarning, SetuptoolsDeprecationWarning, …; not pip's WARNING:
+# a Python warning (BuildBackendWarning, SetuptoolsDeprecationWarning, …), not pip's own `WARNING:` lines
+PYTHON_WARNING = re.compile(r"\b\w*Warning\b")
 
 
 @pytest.mark.slow
@@ -19,6 +20,7 @@ def test_an_editable_install_prints_no_warning_of_the_build_backend(tmp_path: Pa
                            "--no-input", "-e", ROOT], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert not PYTHON_WARNING.findall(done.stdout + done.stderr), done.stdout + done.stderr
-    found = subprocess.run([venv / "bin" / "python", "-c", "import importlib.util as u; print(u.find_spec('mockserver').origin)"],
-                           capture_output=True, text=True, cwd=tmp_path, check=True)
+    find = "import importlib.util as u; print(u.find_spec('mockserver').origin)"
+    found = subprocess.run([venv / "bin" / "python", "-c", find], capture_output=True, text=True,
+                           cwd=tmp_path, check=True)
     assert found.stdout.strip() == str(ROOT / "mockserver" / "__init__.py")  # the checkout, from any folder

@@ -232,6 +232,17 @@ def test_a_deleted_items_id_is_never_given_again_until_its_scope_is_reset(client
     assert body(replica.post("/pets", json={"name": "New"}))["id"] == 4  # the fixtures again: the sequence too
 
 
+def test_an_id_the_client_chose_and_deleted_is_not_given_again(tmp_path):
+    def client_ids(spec: dict[str, Any]) -> None:
+        schemas = spec["components"]["schemas"]
+        schemas["NewPet"]["properties"]["id"] = schemas["Pet"]["properties"]["id"] = {"type": "integer"}
+
+    client = create_app(*variant(tmp_path, client_ids)).test_client()
+    assert body(client.post("/pets", json={"id": 10, "name": "Rex"}))["id"] == 10
+    assert client.delete("/pets/10").status_code == 204
+    assert body(client.post("/pets", json={"name": "Tom"}))["id"] == 11
+
+
 def test_concurrent_creates_each_get_their_own_id(clients):
     client = clients()
     with ThreadPoolExecutor(8) as pool:

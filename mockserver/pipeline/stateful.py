@@ -107,6 +107,7 @@ class _Fill:
     kind: str  # sequence, uuid, date-time, date, generated; missing: required by reads, filled where left out
     schema: Schema
     default: Any = field(default_factory=lambda: _GENERATED)  # a missing one's value; else one is generated
+    floor: int = 0  # a sequence's highest number among the fixtures' items: never given, even once one is deleted
 
 
 @dataclass
@@ -161,6 +162,9 @@ class LiveCollection:
                         seen.add(name)
                         self.fills.append(fill)
         items = {self.key_of(item): item for item in self.collection.items}
+        for fill in self.fills:
+            if fill.kind == "sequence":
+                fill.floor = max((v for item in items.values() if _is_int(v := item.get(fill.name))), default=0)
         served = {key: self.collection.public(item) for key, item in items.items()}
         entries = {op_id: [Entry([e.rank * GAP], e.item, e.public, e.json) for e in query.entries]
                    for op_id, query in self.lists.items()}
@@ -374,9 +378,9 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator, counters: Mapping[str, int]) -> Any:
-    if fill.kind == "sequence":  # past every item's number and every number handed out (deleted items' too)
+    if fill.kind == "sequence":  # past every number the fixtures, the items and the writes of the scope hold
         used = (v.get(fill.name) for v in view.items.values())
-        return max([counters.get(fill.name, 0), *(v for v in used if _is_int(v))]) + 1
+        return max([fill.floor, counters.get(fill.name, 0), *(v for v in used if _is_int(v))]) + 1
     if fill.kind == "uuid":
         return str(uuid.uuid4())
     now = datetime.now(UTC)

@@ -224,6 +224,7 @@ def test_a_deleted_items_id_is_never_given_again_until_its_scope_is_reset(client
     assert body(replica.post("/pets", json={"name": "Tom"}))["id"] == 5  # not 4 again: a cache keyed by id holds
     assert client.get("/pets/4").status_code == 404 and body(client.get("/pets/5"))["name"] == "Tom"
     assert client.delete("/pets/5").status_code == 204 and client.delete("/pets/3").status_code == 204
+    assert client.delete("/pets/3", headers=in_session("alice")).status_code == 204  # a fixture's id is kept too
     assert body(client.post("/pets", json={"name": "Ann"}, headers=in_session("alice")))["id"] == 4  # its own
     assert body(replica.post("/pets", json={"name": "Sam"}))["id"] == 6
     assert client.post("/__mock/reset?session=alice", json={}).status_code == 200  # another scope's reset

@@ -3,13 +3,14 @@
 mock, so tests running in parallel (pytest-xdist, several CI jobs) never see each other's scenarios or calls.
 
 Configure it in pytest.ini / pyproject (`mockserver_spec`, `mockserver_fixtures`, `mockserver_url`) or per test
-with `@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`. Send `mock_server.headers` with the calls of the
-client under test: on a shared mock they carry the test's session."""
+with `@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`. Relative paths, of the ini file and of the marker
+alike, are read from pytest's root folder (`rootdir`, the folder of the ini file when there is one), never from
+the folder pytest was started in, so a test finds its description wherever it is run from. Send
+`mock_server.headers` with the calls of the client under test: on a shared mock they carry the test's session."""
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -46,10 +47,12 @@ def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
         return
     marker = request.node.get_closest_marker("mockserver")
     options = dict(marker.kwargs) if marker else {}
-    root = Path(str(request.config.rootpath))
-    spec = options.pop("spec", None) or root / request.config.getini("mockserver_spec")
+    root = request.config.rootpath
+    spec = root / (options.pop("spec", None) or request.config.getini("mockserver_spec"))  # an absolute one wins
     fixtures = options.pop("fixtures", None)
-    if fixtures is None and "spec" not in (marker.kwargs if marker else {}):
+    if fixtures is not None:
+        fixtures = root / fixtures
+    elif "spec" not in (marker.kwargs if marker else {}):
         default = root / request.config.getini("mockserver_fixtures")
         fixtures = default if default.is_dir() else None
     with MockServer(spec, fixtures, **options) as server:

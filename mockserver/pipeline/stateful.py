@@ -22,7 +22,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 from ..base.errors import MockError
@@ -32,7 +32,7 @@ from ..spec.index import Operation
 from ..spec.schema_walk import SchemaWalk
 from ..spec.schemas import instance_pointer, iter_errors
 from ..spec.write_only import WriteOnly
-from ..state import Rows, Store
+from ..state import Rows, RowsUpdate, Store
 from .generation import SchemaGenerator
 from .query import Entry, ListQuery, Source, not_found, singular, to_json
 from .response_validation import ContractViolation
@@ -107,6 +107,7 @@ class _Fill:
     kind: str  # sequence, uuid, date-time, date, generated; missing: required by reads, filled where left out
     schema: Schema
     default: Any = field(default_factory=lambda: _GENERATED)  # a missing one's value; else one is generated
+    floor: int = 0  # a sequence's highest number among the fixtures' items: never given, even once one is deleted
 
 
 @dataclass
@@ -161,6 +162,9 @@ class LiveCollection:
                         seen.add(name)
                         self.fills.append(fill)
         items = {self.key_of(item): item for item in self.collection.items}
+        for fill in self.fills:
+            if fill.kind == "sequence":
+                fill.floor = max((v for item in items.values() if _is_int(v := item.get(fill.name))), default=0)
         served = {key: self.collection.public(item) for key, item in items.items()}
         entries = {op_id: [Entry([e.rank * GAP], e.item, e.public, e.json) for e in query.entries]
                    for op_id, query in self.lists.items()}
@@ -333,9 +337,10 @@ class LiveCollection:
         return rank_between(entries[position].rank, after)
 
     def filled(self, item: dict[str, Any], view: View, generator: SchemaGenerator, *,
-               keep: dict[str, Any] | None = None) -> dict[str, Any]:
+               keep: dict[str, Any] | None = None, counters: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
-        from) where it has them, else new ones (a create: any sent are overwritten)."""
+        from) where it has them, else new ones (a create: any sent are overwritten; a sequence goes on from
+        `counters`, the highest numbers it handed out)."""
         result = dict(item)
         if keep is not None:
             for fill in self.fills:
@@ -347,10 +352,16 @@ class LiveCollection:
                 else:
                     result.pop(fill.name, None)
             return result
-        made = {fill.name: _fill_value(fill, view, generator) for fill in self.fills
+        made = {fill.name: _fill_value(fill, view, generator, counters or {}) for fill in self.fills
                 if not ((fill.name in self.collection.key or fill.kind == "missing") and item.get(fill.name)
                         is not None and fill.schema[0].get("readOnly") is not True)}  # as the client chose
         return {**made, **{k: v for k, v in item.items() if k not in made}}  # the mock's own fields first
+
+    def counted(self, item: dict[str, Any], counters: Mapping[str, int]) -> dict[str, int]:
+        """The counters a created item moves on: each sequence's number in it (the client's own too) past the
+        highest handed out so far, so no later create is given it again, even once this item is deleted."""
+        return {fill.name: value for fill in self.fills if fill.kind == "sequence"
+                and _is_int(value := item.get(fill.name)) and value > counters.get(fill.name, 0)}
 
 
 def _fill_kind(schema: dict[str, Any]) -> str:
@@ -362,10 +373,14 @@ def _fill_kind(schema: dict[str, Any]) -> str:
     return "generated"
 
 
-def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator) -> Any:
-    if fill.kind == "sequence":
-        used = [v.get(fill.name) for v in view.items.values()]
-        return max((v for v in used if isinstance(v, int) and not isinstance(v, bool)), default=0) + 1
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator, counters: Mapping[str, int]) -> Any:
+    if fill.kind == "sequence":  # past every number the fixtures, the items and the writes of the scope hold
+        used = (v.get(fill.name) for v in view.items.values())
+        return max([fill.floor, counters.get(fill.name, 0), *(v for v in used if _is_int(v))]) + 1
     if fill.kind == "uuid":
         return str(uuid.uuid4())
     now = datetime.now(UTC)
@@ -396,18 +411,18 @@ class Write:
         if self.kind != "delete" and not isinstance(body, dict):
             raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item")
         kept: list[tuple[str, dict[str, Any]]] = []
-        attempt: list[tuple[View, dict[str, dict[str, Any] | None]]] = []  # the last one is what was written
+        attempt: list[tuple[View, RowsUpdate]] = []  # the last one is what was written
 
-        def change(rows: Rows) -> dict[str, dict[str, Any] | None]:
+        def change(rows: Rows) -> RowsUpdate:
             view = live.current(ctx.session, rows)
-            updates = decide(rows, view)
-            attempt[:] = [(view, updates)]
-            return updates
+            update = decide(rows, view)
+            attempt[:] = [(view, update)]
+            return update
 
-        def decide(rows: Rows, view: View) -> dict[str, dict[str, Any] | None]:
+        def decide(rows: Rows, view: View) -> RowsUpdate:
             seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
             if self.kind == "create":
-                item = live.filled(body, view, self.generator)
+                item = live.filled(body, view, self.generator, counters=rows.counters)
                 key = live.key_of(item)
                 if key in view.items:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
@@ -420,23 +435,24 @@ class Write:
                                     details={"collection": live.name, "limit": live.limit})
                 live.check(item, self.checks)
                 kept.append((key, item))
-                return {key: {"item": item, "seq": seq,
-                              "ranks": {op_id: live.rank_in(op_id, view, item) for op_id in live.lists}}}
+                ranks = {op_id: live.rank_in(op_id, view, item) for op_id in live.lists}
+                return RowsUpdate({key: {"item": item, "seq": seq, "ranks": ranks}}, live.counted(item, rows.counters))
             found = view.find(ctx, self.where)
             if found is None:
                 raise not_found(live.collection, ctx)
             old = view.items[found]
             kept.append((found, old))
             if self.kind == "delete":
-                return {found: {"gone": True} if live.in_fixtures(found) else None}
+                return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
             new = merge_patch(old, body) if self.kind == "update" else dict(body)
             item = live.filled(new, view, self.generator, keep=old)
             live.check(item, self.checks)
             kept[-1] = (found, item)
-            return {found: {**(view.rows.get(found) or live.base_row(found)), "item": item}}
+            return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
         rows = store.change_live(ctx.session, live.name, change)
-        live.written(ctx.session, *attempt[-1], rows)
+        view, update = attempt[-1]
+        live.written(ctx.session, view, update.rows, rows)
         key, item = kept[-1]
         headers: dict[str, str] = {}
         response = self.op.response(self.op.success_status)

@@ -120,14 +120,25 @@ BookChange = Callable[[Book, Callable[[Iterable[str]], dict[str, int]]], Book]
 class Rows:
     """The writes of one scope (a session, or the whole mock) to one collection: rows by item key, opaque JSON
     objects to the store. `version` changes with every write (a fresh token, never reused, so a copy made from
-    an earlier version is known stale even after a reset); None when nothing was written."""
+    an earlier version is known stale even after a reset); None when nothing was written. `counters`: the
+    highest number each of the collection's sequences handed out, which a delete never lowers (an id is never
+    given twice until the scope is reset)."""
 
     version: str | None = None
     rows: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    counters: Mapping[str, int] = field(default_factory=dict)
 
 
-# `change(rows)` -> the rows to set (None: remove the row); it may raise to refuse the write
-RowsChange = Callable[[Rows], Mapping[str, "dict[str, Any] | None"]]
+@dataclass(frozen=True)
+class RowsUpdate:
+    """What one write changes: rows by item key (None: remove the row) and the counters it moved on."""
+
+    rows: Mapping[str, dict[str, Any] | None]
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+
+# `change(rows)` -> what to write; it may raise to refuse the write
+RowsChange = Callable[[Rows], RowsUpdate]
 
 
 class Store(ABC):

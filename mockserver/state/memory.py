@@ -104,13 +104,15 @@ class MemoryStore(Store):
     def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
         with self._lock:
             current = self._live.get((scope, collection)) or Rows()
+            update = change(current)
             rows = dict(current.rows)
-            for key, row in change(current).items():
+            for key, row in update.rows.items():
                 if row is None:
                     rows.pop(key, None)
                 else:
                     rows[key] = row
-            new = self._live[(scope, collection)] = Rows(uuid.uuid4().hex, rows)
+            counters = {**current.counters, **update.counters}
+            new = self._live[(scope, collection)] = Rows(uuid.uuid4().hex, rows, counters)
             return new
 
     def forget_live(self, scope: str | None) -> None:

@@ -124,7 +124,8 @@ def _entry(stream_id: bytes, raw: bytes) -> Entry:
 def _rows(raw: dict[bytes, bytes]) -> Rows:
     if not raw:
         return Rows()
-    return Rows(raw[b"~v"].decode(), {k.decode()[2:]: json.loads(v) for k, v in raw.items() if k.startswith(b"r:")})
+    return Rows(raw[b"~v"].decode(), {k.decode()[2:]: json.loads(v) for k, v in raw.items() if k.startswith(b"r:")},
+                {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"n:")})
 
 
 def _call_json(call: Call) -> str:
@@ -458,8 +459,8 @@ class RedisStore(Store):
         self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
                                                  *scoped))
 
-    # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON); `live-keys` lists
-    # the hashes so a reset finds them without scanning the keyspace
+    # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON, `n:<name>` a
+    # counter); `live-keys` lists the hashes so a reset finds them without scanning the keyspace
     def _live_key(self, scope: str | None, collection: str) -> str:
         return self._k(f"live|{'~' if scope is None else scope}|{collection}")  # '~' is no session's name
 
@@ -476,22 +477,23 @@ class RedisStore(Store):
 
         def transaction(pipe: Any) -> None:
             current = _rows(pipe.hgetall(key))
-            updates = change(current)
+            update = change(current)
             rows = dict(current.rows)
             version = uuid.uuid4().hex
             pipe.multi()
             pipe.hset(key, mapping={"~v": version, **{f"r:{k}": json.dumps(row, separators=(",", ":"))
-                                                     for k, row in updates.items() if row is not None}})
-            gone = [k for k, row in updates.items() if row is None]
+                                                     for k, row in update.rows.items() if row is not None},
+                                    **{f"n:{name}": value for name, value in update.counters.items()}})
+            gone = [k for k, row in update.rows.items() if row is None]
             if gone:
                 pipe.hdel(key, *(f"r:{k}" for k in gone))
             pipe.sadd(self._k("live-keys"), key)
-            for k, row in updates.items():
+            for k, row in update.rows.items():
                 if row is None:
                     rows.pop(k, None)
                 else:
                     rows[k] = row
-            done[:] = [Rows(version, rows)]
+            done[:] = [Rows(version, rows, {**current.counters, **update.counters})]
 
         self._guarded(lambda: self._redis.transaction(transaction, key))
         return done[0]

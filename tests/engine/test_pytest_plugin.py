@@ -1,12 +1,17 @@
 """The plugin people use to test their clients against the mock."""
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
-from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY
+from conftest import KINDGI_FIXTURES, KINDGI_SPEC, LIBRARY, ROOT
 from mockserver.testing import ControlError, MockServer
 
 pytest_plugins = ["pytester"]
@@ -59,6 +64,33 @@ def test_the_plugin_is_registered_by_its_entry_point(pytester):
                      f"mockserver_fixtures = {LIBRARY / 'fixtures'}\n")
     result = pytester.runpytest_subprocess("-p", "no:xdist")
     result.assert_outcomes(passed=1)
+
+
+def errors_pytest_example() -> str:
+    """The pytest example of docs/ERRORS.md, as written there."""
+    text = (ROOT / "docs" / "ERRORS.md").read_text()
+    return text[text.index("```python\n", text.index("**In pytest**")) + 10:].split("\n```", 1)[0] + "\n"
+
+
+def test_the_docs_example_runs_as_written_wherever_pytest_is_started(tmp_path: Path) -> None:
+    """No ini file: the fixture and the marker read their relative paths from pytest's root (the example's
+    folder), not from the folder pytest is started in (the repository's root, or a folder of the project)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_client.py").write_text(errors_pytest_example())
+    shutil.copy(KINDGI_SPEC, project / "openapi.yaml")
+    shutil.copytree(KINDGI_FIXTURES, project / "fixtures")
+    pets = ROOT / "tests" / "data" / "pets"
+    (project / "other").mkdir()
+    shutil.copy(pets / "openapi.yaml", project / "other" / "openapi.yaml")
+    shutil.copytree(pets / "fixtures", project / "other" / "fixtures")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKSERVER_")}
+    for cwd in (ROOT, project / "other"):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+                               project / "test_client.py"], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, f"from {cwd}:\n{done.stdout}{done.stderr}"
+        assert "2 passed" in done.stdout, done.stdout
 
 
 def test_a_session_of_its_own_on_one_server():

@@ -217,6 +217,33 @@ def test_a_collection_holds_at_most_max_items_per_session(clients):
     assert client.post("/pets", json={"name": "Fits again"}).status_code == 201
 
 
+def test_a_deleted_items_id_is_never_given_again_until_its_scope_is_reset(clients):
+    client, replica = clients(), clients()  # over Redis, two replicas sharing one sequence
+    rex = body(client.post("/pets", json={"name": "Rex"}))
+    assert rex["id"] == 4 and client.delete("/pets/4").status_code == 204
+    assert body(replica.post("/pets", json={"name": "Tom"}))["id"] == 5  # not 4 again: a cache keyed by id holds
+    assert client.get("/pets/4").status_code == 404 and body(client.get("/pets/5"))["name"] == "Tom"
+    assert client.delete("/pets/5").status_code == 204 and client.delete("/pets/3").status_code == 204
+    assert client.delete("/pets/3", headers=in_session("alice")).status_code == 204  # a fixture's id is kept too
+    assert body(client.post("/pets", json={"name": "Ann"}, headers=in_session("alice")))["id"] == 4  # its own
+    assert body(replica.post("/pets", json={"name": "Sam"}))["id"] == 6
+    assert client.post("/__mock/reset?session=alice", json={}).status_code == 200  # another scope's reset
+    assert body(client.post("/pets", json={"name": "Max"}))["id"] == 7
+    assert client.post("/__mock/reset", json={}).status_code == 200
+    assert body(replica.post("/pets", json={"name": "New"}))["id"] == 4  # the fixtures again: the sequence too
+
+
+def test_an_id_the_client_chose_and_deleted_is_not_given_again(tmp_path):
+    def client_ids(spec: dict[str, Any]) -> None:
+        schemas = spec["components"]["schemas"]
+        schemas["NewPet"]["properties"]["id"] = schemas["Pet"]["properties"]["id"] = {"type": "integer"}
+
+    client = create_app(*variant(tmp_path, client_ids)).test_client()
+    assert body(client.post("/pets", json={"id": 10, "name": "Rex"}))["id"] == 10
+    assert client.delete("/pets/10").status_code == 204
+    assert body(client.post("/pets", json={"name": "Tom"}))["id"] == 11
+
+
 def test_concurrent_creates_each_get_their_own_id(clients):
     client = clients()
     with ThreadPoolExecutor(8) as pool:

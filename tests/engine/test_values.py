@@ -21,7 +21,7 @@ from flask.testing import FlaskClient
 from conftest import body, serving
 from mockserver import create_app
 from mockserver.base.errors import LoadError
-from mockserver.state import Rows
+from mockserver.state import Rows, RowsUpdate
 from mockserver.web.app import pipeline_of
 
 PETS = Path(__file__).resolve().parents[1] / "data" / "pets"
@@ -181,11 +181,11 @@ def replicas(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
 @pytest.mark.parametrize("bad", [{"weight": float("nan")}, {"name": "a\ud800"}])
 def test_an_unservable_item_an_older_mock_stored_is_left_out_and_named_and_the_rest_is_served(replicas, caplog,
                                                                                               bad):
-    def older_mock(rows: Rows) -> dict[str, Any]:  # a write no check stopped: what main stored before the fix
-        return {"[9]": {"item": {"id": 9, "name": "Old", "createdAt": "2024-01-09T00:00:00Z", **bad}, "seq": 0,
-                        "ranks": {}},
-                "[10]": {"item": {"id": 10, "name": "Ok", "createdAt": "2024-01-10T00:00:00Z"}, "seq": 1,
-                         "ranks": {}}}
+    def older_mock(rows: Rows) -> RowsUpdate:  # a write no check stopped: what main stored before the fix
+        return RowsUpdate({"[9]": {"item": {"id": 9, "name": "Old", "createdAt": "2024-01-09T00:00:00Z", **bad},
+                                   "seq": 0, "ranks": {}},
+                           "[10]": {"item": {"id": 10, "name": "Ok", "createdAt": "2024-01-10T00:00:00Z"}, "seq": 1,
+                                    "ranks": {}}})
 
     pipeline_of(replicas()).store.change_live(None, "pets", older_mock)
     client = replicas().test_client()  # over Redis a new replica, which reads the rows for the first time

@@ -18,6 +18,26 @@ def test_health_and_its_own_description(kindgi):
     assert served == yaml.safe_load(DESCRIPTION.read_text())
 
 
+def test_every_description_in_its_own_description_is_text(kindgi):
+    """A comma inside a YAML flow mapping (`{description: A, b.}`) splits the text into a stray `null` key:
+    every `description` must come through whole, and no key or value may be null."""
+    found: list[tuple[str, object]] = []
+
+    def walk(node: object, pointer: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                text = key == "description" and not pointer.endswith("/properties")  # not a property so named
+                if key is None or value is None or (text and not isinstance(value, str)):
+                    found.append((f"{pointer}/{key}", value))
+                walk(value, f"{pointer}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{pointer}/{index}")
+
+    walk(json.loads(kindgi.get("/__mock/openapi.json").data), "")
+    assert found == []
+
+
 def test_a_token_protects_it():
     client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret").test_client()
     for headers in ({}, {"X-Mock-Control-Token": "wrong"}):

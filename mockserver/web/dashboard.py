@@ -1,7 +1,8 @@
 """The dashboard for the people using the mock: one page at /__mock/ with the operations it serves, the request
 journal live, scenarios a click away and what a client's calls covered; interactive docs of the described API at
 /__mock/docs (Swagger UI, served from the `flask-swagger-ui` package: no CDN); the description as one document
-at /__mock/description (what a client generator is fed); the coverage as JSON at /__mock/coverage.
+at /__mock/description (what a client generator is fed); the coverage as JSON at /__mock/coverage, and as a page
+at /__mock/coverage.html.
 
 Two blueprints: the pages and their assets are open (they hold only what the description says), while the data
 they fetch — coverage, callers, the description for the docs — is registered inside the control blueprint, so its
@@ -85,6 +86,11 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
         pipeline, shown = view()
         return render_template("docs.html", title=pipeline.spec.title,
                                description_url=PREFIX + DESCRIPTION_PATH + shown.root)
+
+    @pages.get("/coverage.html")
+    def coverage_page() -> str:
+        """The coverage as a page (its data comes from /__mock/coverage, which the control token guards)."""
+        return render_template("coverage.html", title=view()[0].spec.title)
 
     @pages.get("/docs/assets/<path:name>")
     def swagger_ui(name: str) -> Response:

@@ -60,6 +60,7 @@ def test_the_description_is_served_as_one_document_that_points_at_the_mock(kindg
                   {"path": "/__mock/description", "headers": {"Accept": "application/yaml, application/json;q=0.5"}}):
         as_yaml = kindgi.get(**asked, base_url="http://127.0.0.1:4010")
         assert as_yaml.content_type == "application/yaml" and yaml.safe_load(as_yaml.data) == document
+    assert 'href="/__mock/description"' in kindgi.get("/__mock/").data.decode()  # the dashboard names it
     wrong = kindgi.get("/__mock/description.xml")
     assert wrong.status_code == 404 and "/__mock/description.json" in body(wrong)["error"]["message"]
 

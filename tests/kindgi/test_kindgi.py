@@ -362,6 +362,6 @@ def test_the_descriptions_parameter_examples_go_together(kindgi):
     for path, item in spec["paths"].items():
         for method, operation in item.items():
             examples = {p["name"]: p["example"] for p in operation.get("parameters", []) if "example" in p}
-            url = re.sub(r"\{(\w+)\}", lambda m: str(examples.pop(m.group(1))), path)
+            url = path.format(**{name: examples.pop(name) for name in re.findall(r"\{(\w+)\}", path)})
             answer = kindgi.open(url + "?" + urlencode(examples), method=method.upper(), headers=DEMO)
             assert answer.status_code != 400, (operation["operationId"], body(answer))

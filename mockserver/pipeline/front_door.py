@@ -21,7 +21,7 @@ class FrontDoor:
 
     def answer(self, request: MockRequest) -> MockResponse | None:
         """The mock's own answer to a request no operation takes, or None (then it is the API's 404)."""
-        if request.method not in ("GET", "HEAD"):
+        if request.method != "GET":
             return None
         if request.path == "/favicon.ico":
             return MockResponse(200, ICON, "image/x-icon", {"Cache-Control": "max-age=86400"}, "mock",

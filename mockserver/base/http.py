@@ -60,6 +60,7 @@ class MockResponse:
     delay_ms: int = 0  # latency a scenario asks for: the HTTP layer waits before answering
     disconnect: str | None = None  # "close" (no response at all) or "truncate" (half a body), from a scenario
     session: str | None = None  # the session the request belongs to (X-Mock-Session), for the journal
+    journaled: bool = True  # False: the mock's own answer (its icon, a redirect to its dashboard), no API call
 
 
 def sent_body(disconnect: str | None, body: bytes) -> bytes:

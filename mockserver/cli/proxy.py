@@ -48,7 +48,8 @@ def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, rec
         return 2
     configure_logging(args.log_level)
     try:
-        loaded = load_pipeline(spec, fixtures, options_from(args, cursor_secret=cursor_secret(None)))
+        loaded = load_pipeline(spec, fixtures, options_from(args, cursor_secret=cursor_secret(None),
+                                                            dashboard=not args.no_control))
     except LoadError as exc:
         report(exc)
         return 2

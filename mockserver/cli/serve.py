@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
               f"split)", file=sys.stderr)
         return 2
     configure_logging(args.log_level)
-    options = options_from(args, cursor_secret=cursor_secret(args.state))
+    options = options_from(args, cursor_secret=cursor_secret(args.state), dashboard=not args.no_control)
     try:
         loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
     except LoadError as exc:

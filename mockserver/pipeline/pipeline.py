@@ -30,6 +30,7 @@ from .answers import Answer, Answers, pick_media_type
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
+from .front_door import FrontDoor
 from .negotiation import negotiate
 from .pagination import CursorSealer
 from .request_validation import RequestValidator, ValidRequest
@@ -66,6 +67,7 @@ class Options:
     stateful: bool = False  # infer writes from the REST shape (as `stateful: true` in the fixtures' settings)
     dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
     allow_outside: tuple[Path, ...] = ()  # folders besides their own that the description and fixtures may read
+    dashboard: bool = True  # the control API's pages are served: a browser's GET / is sent there (front_door.py)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class Pipeline:
         self.router = Router(list(spec.operations.values()), spec.base_path,
                              lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)
+        self.front_door = FrontDoor(self.options.dashboard)
         # inferred declarations join the fixtures' before anything compiles: they are checked as if hand-written
         self.inferred = infer(spec, fixtures) if self.options.stateful or settings.get("stateful") else []
         # an explicit secret (--cursor-secret, MOCKSERVER_CURSOR_SECRET) wins; else the store's, the same for every
@@ -228,6 +231,8 @@ class Pipeline:
                 response = self._respond(op, Context(valid, caller, session, request.path), prefer, request,
                                          effect, request_id)
         except MockError as error:
+            if op is None and error.status == 404 and (own := self.front_door.answer(request)) is not None:
+                return own  # no operation at the path: the mock's own page or icon, where it has one
             if isinstance(error, ContractViolation):
                 log.error("CONTRACT VIOLATION %s %s: %s", request.method, request.path, error.message)
             response = self.error_response(error, request_id, op)

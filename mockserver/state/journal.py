@@ -35,9 +35,11 @@ class Journal:
     def record(self, request: MockRequest, result: MockResponse, response_headers: dict[str, str],
                duration_ms: float) -> str:
         """Keep one exchange, its secrets masked first, and of a broken answer (a scenario's `break`) only what was
-        sent; returns the query as kept, for the access log."""
+        sent (nothing of one not `journaled`); returns the query as kept, for the access log."""
         secrets = self.secrets
         query = secrets.query_string(request.query_string, request.query())
+        if not result.journaled:
+            return query
         masked = secrets.request_headers(request.headers)
         foreign = result.source in FOREIGN
         media_type = result.media_type

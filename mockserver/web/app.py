@@ -234,7 +234,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
     origins = ControlOrigins(tuple(control_origins), control_token)
     if loaded is None:
-        loaded = load_pipeline(spec_path, fixtures_path, with_fields(options, fields))
+        loaded = load_pipeline(spec_path, fixtures_path,
+                               with_fields(options, fields if control else {"dashboard": False, **fields}))
     settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
 
     def build() -> Pipeline:

@@ -1,7 +1,8 @@
 """The dashboard for the people using the mock: one page at /__mock/ with the operations it serves, the request
 journal live, scenarios a click away and what a client's calls covered; interactive docs of the described API at
-/__mock/docs (Swagger UI, served from the `flask-swagger-ui` package: no CDN); the coverage as JSON at
-/__mock/coverage.
+/__mock/docs (Swagger UI, served from the `flask-swagger-ui` package: no CDN); the description as one document
+at /__mock/description (what a client generator is fed); the coverage as JSON at /__mock/coverage, and as a page
+at /__mock/coverage.html.
 
 Two blueprints: the pages and their assets are open (they hold only what the description says), while the data
 they fetch — coverage, callers, the description for the docs — is registered inside the control blueprint, so its
@@ -13,24 +14,28 @@ import json
 import posixpath
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 from weakref import WeakKeyDictionary
 
-from flask import Blueprint, Response, render_template, send_from_directory
+import yaml
+from flask import Blueprint, Response, render_template, request, send_from_directory
 
 from ..base.errors import MockError
+from ..base.memo import kept
 from ..pipeline.answers import pick_media_type
 from ..pipeline.fixture_values import caller_for, derive, usable_token
 from ..pipeline.pipeline import Pipeline
+from ..spec.bundle import bundle
 from ..spec.index import Operation, SpecIndex, examples_of
 from .control import PREFIX, session_param
 
 SWAGGER_UI = str(files("flask_swagger_ui") / "dist")
 DESCRIPTION_PATH = "/docs/description/"
+YAML_TYPES = ["application/yaml", "application/x-yaml", "text/yaml"]
 
 
 @dataclass
@@ -51,6 +56,7 @@ class _View:
     groups: dict[str, list[OperationView]]
     description: dict[str, bytes]  # URL path under DESCRIPTION_PATH -> the document as JSON
     root: str
+    bundled: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (json/yaml, server URL) -> as served
 
 
 def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Blueprint]:
@@ -81,6 +87,11 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
         return render_template("docs.html", title=pipeline.spec.title,
                                description_url=PREFIX + DESCRIPTION_PATH + shown.root)
 
+    @pages.get("/coverage.html")
+    def coverage_page() -> str:
+        """The coverage as a page (its data comes from /__mock/coverage, which the control token guards)."""
+        return render_template("coverage.html", title=view()[0].spec.title)
+
     @pages.get("/docs/assets/<path:name>")
     def swagger_ui(name: str) -> Response:
         return send_from_directory(SWAGGER_UI, name)
@@ -96,6 +107,22 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
     @data.get("/callers")
     def callers() -> Response:
         return Response(json.dumps(_callers(current())), content_type="application/json")
+
+    @data.get("/description")
+    @data.get("/description.<suffix>")
+    def bundled(suffix: str | None = None) -> Response:
+        """The description as one document, for a client generator: JSON or YAML by suffix, else by Accept."""
+        if suffix is None:
+            suffix = "yaml" if request.accept_mimetypes.best_match(["application/json", *YAML_TYPES]) in YAML_TYPES \
+                else "json"
+        elif suffix not in ("json", "yaml"):
+            raise MockError(404, f"no description.{suffix}: ask for {PREFIX}/description.json or .yaml",
+                            code="not-found")
+        pipeline, shown = view()
+        server = request.host_url.rstrip("/") + pipeline.spec.base_path
+        text = kept(shown.bundled, (suffix, server),
+                    lambda: _dumped(_as_served(pipeline.spec, bundle(pipeline.spec.docs), server), suffix), 16)
+        return Response(text, content_type="application/yaml" if suffix == "yaml" else "application/json")
 
     @data.get(DESCRIPTION_PATH + "<path:name>")
     def description(name: str) -> Response:
@@ -171,9 +198,7 @@ def _sample_body(op: Operation) -> str | None:
 
 def _description_files(spec: SpecIndex) -> tuple[str, dict[str, bytes]]:
     """Every document of the description as JSON, by its path relative to their common folder, so the relative
-    `$ref`s between them resolve in the browser as they do on disk. The root's servers point at the mock, so
-    "Try it out" calls it; a 3.0 description is served as the mock reads it (its schemas rewritten to JSON Schema
-    2020-12), hence as 3.1."""
+    `$ref`s between them resolve in the browser as they do on disk."""
     paths = {uri: Path(doc.path).resolve() for uri, doc in spec.docs.documents.items()}
     base = Path(posixpath.commonpath([str(p.parent) for p in paths.values()]))
     served: dict[str, bytes] = {}
@@ -183,10 +208,23 @@ def _description_files(spec: SpecIndex) -> tuple[str, dict[str, bytes]]:
         data = doc.data
         if doc is spec.docs.root:
             root = name
-            data = {**data, "openapi": "3.1.0" if spec.version.startswith("3.0") else data["openapi"],
-                    "servers": [{"url": spec.base_path or "/", "description": "this mock"}]}
+            data = _as_served(spec, data, spec.base_path or "/")
         served[name] = json.dumps(data, default=str).encode()
     return root, served
+
+
+def _as_served(spec: SpecIndex, root: dict[str, Any], server: str) -> dict[str, Any]:
+    """The root document as the mock serves it: its servers are the mock (so "Try it out" and a generated client
+    call it); a 3.0 description is served as the mock reads it (its schemas rewritten to JSON Schema 2020-12),
+    hence as 3.1."""
+    return {**root, "openapi": "3.1.0" if spec.version.startswith("3.0") else root["openapi"],
+            "servers": [{"url": server, "description": "this mock"}]}
+
+
+def _dumped(document: dict[str, Any], suffix: str) -> bytes:
+    if suffix == "yaml":
+        return yaml.safe_dump(document, sort_keys=False, allow_unicode=True).encode()
+    return json.dumps(document, default=str).encode()
 
 
 def _callers(pipeline: Pipeline) -> dict[str, Any]:

@@ -18,6 +18,87 @@ def test_health_and_its_own_description(kindgi):
     assert served == yaml.safe_load(DESCRIPTION.read_text())
 
 
+def test_every_description_in_its_own_description_is_text(kindgi):
+    """A comma inside a YAML flow mapping (`{description: A, b.}`) splits the text into a stray `null` key:
+    every `description` must come through whole, and no key or value may be null."""
+    found: list[tuple[str, object]] = []
+
+    def walk(node: object, pointer: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                text = key == "description" and not pointer.endswith("/properties")  # not a property so named
+                if key is None or value is None or (text and not isinstance(value, str)):
+                    found.append((f"{pointer}/{key}", value))
+                walk(value, f"{pointer}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{pointer}/{index}")
+
+    walk(json.loads(kindgi.get("/__mock/openapi.json").data), "")
+    assert found == []
+
+
+def refs(node: object) -> list[str]:
+    """Every `$ref` in a document."""
+    if isinstance(node, dict):
+        own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return own + [r for v in node.values() for r in refs(v)]
+    return [r for v in node for r in refs(v)] if isinstance(node, list) else []
+
+
+def test_the_description_is_served_as_one_document_that_points_at_the_mock(kindgi):
+    """What a frontend developer feeds to openapi-typescript: JSON or YAML (by suffix, else by Accept), its
+    servers the URL the request came to."""
+    served = kindgi.get("/__mock/description", base_url="http://127.0.0.1:4010")
+    assert served.status_code == 200 and served.content_type == "application/json"
+    document = json.loads(served.data)
+    validate(document)
+    assert document["info"]["title"] == "Kindgi API" and "/v1/test-sets" in document["paths"]
+    assert document["servers"] == [{"url": "http://127.0.0.1:4010", "description": "this mock"}]
+    assert json.loads(kindgi.get("/__mock/description.json", base_url="http://127.0.0.1:4010").data) == document
+    for asked in ({"path": "/__mock/description.yaml"},
+                  {"path": "/__mock/description", "headers": {"Accept": "application/yaml, application/json;q=0.5"}}):
+        as_yaml = kindgi.get(**asked, base_url="http://127.0.0.1:4010")
+        assert as_yaml.content_type == "application/yaml" and yaml.safe_load(as_yaml.data) == document
+    assert 'href="/__mock/description"' in kindgi.get("/__mock/").data.decode()  # the dashboard names it
+    wrong = kindgi.get("/__mock/description.xml")
+    assert wrong.status_code == 404 and "/__mock/description.json" in body(wrong)["error"]["message"]
+
+
+def test_a_description_split_over_files_is_served_as_one(write):
+    """A generator cannot follow a `$ref` into the mock's folder: each part of another file is copied in where it
+    is first met, and later `$ref`s to it (one from inside itself too) point to that copy."""
+    write("parts/tree.yaml", """
+        Tree: {type: object, properties: {name: {type: string}, children: {type: array, items: {$ref: '#/Tree'}}}}
+        limit: {name: limit, in: query, schema: {type: integer}}
+    """)
+    spec = write("openapi.yaml", """
+        openapi: 3.1.0
+        info: {title: Split, version: "1"}
+        servers: [{url: "https://trees.example/v2"}]
+        paths:
+          /trees:
+            get:
+              parameters: [{$ref: 'parts/tree.yaml#/limit'}]
+              responses:
+                "200": {description: ok, content: {application/json: {schema: {$ref: 'parts/tree.yaml#/Tree'}}}}
+          /forest:
+            get:
+              responses:
+                "200": {description: ok, content: {application/json: {schema: {
+                  type: array, items: {$ref: 'parts/tree.yaml#/Tree', description: One tree.}}}}}
+    """)
+    document = body(create_app(spec).test_client().get("/__mock/description"))
+    validate(document)
+    assert document["servers"] == [{"url": "http://localhost/v2", "description": "this mock"}]
+    assert document["paths"]["/trees"]["get"]["parameters"] == [{"name": "limit", "in": "query",
+                                                                 "schema": {"type": "integer"}}]
+    tree = "#/paths/~1trees/get/responses/200/content/application~1json/schema"
+    assert sorted(refs(document)) == [tree, tree]  # from inside itself, and from /forest beside a description
+    assert document["paths"]["/forest"]["get"]["responses"]["200"]["content"]["application/json"]["schema"][
+        "items"] == {"$ref": tree, "description": "One tree."}
+
+
 def test_a_token_protects_it():
     client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control_token="s3cret").test_client()
     for headers in ({}, {"X-Mock-Control-Token": "wrong"}):
@@ -25,6 +106,9 @@ def test_a_token_protects_it():
         assert response.status_code == 401 and body(response)["error"]["code"] == "unauthorized"
     assert client.get("/__mock/scenarios", headers={"X-Mock-Control-Token": "s3cret"}).status_code == 200
     assert client.get("/__mock/scenarios", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    # the description as one document, like the docs page's: its token guards it as it guards the journal
+    assert client.get("/__mock/description").status_code == 401
+    assert client.get("/__mock/description", headers={"X-Mock-Control-Token": "s3cret"}).status_code == 200
     assert client.get("/v1/test-sets", headers=DEMO).status_code == 200  # the API itself is not affected
 
 

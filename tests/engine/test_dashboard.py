@@ -387,3 +387,50 @@ def test_a_journal_emptied_elsewhere_empties_the_page_and_no_later_call_is_lost(
     for _ in range(5):
         call(server, "/v1/test-sets?limit=2")
     expect(page.locator("#journal tbody tr")).to_have_count(5)
+
+
+def test_a_redis_outage_is_shown_with_the_reason_health_gives(browser, own_redis):
+    """While Redis is away the mock answers (503 mock-state-unavailable): the page says why, as health does, not
+    that the mock does not answer; back to normal once Redis is."""
+    with MockServer(KINDGI_SPEC, KINDGI_FIXTURES, state=own_redis.url()) as shared:
+        page, outside = open_page(browser, shared.url)
+        page.goto(shared.url + "/__mock/")
+        expect(page.locator("#caller")).to_have_value("Bearer demo-token")
+        problem = page.locator("#problem")
+        expect(problem).to_be_hidden()
+        own_redis.stop()
+        expect(problem).to_be_visible()
+        expect(problem).to_contain_text("its state store is unavailable: Redis at redis://127.0.0.1:")
+        expect(problem).to_contain_text("503 mock-state-unavailable")
+        own_redis.start()
+        expect(problem).to_be_hidden()
+        page.context.close()
+    assert outside == []
+
+
+def test_coverage_opens_as_a_page(page, server):
+    call(server, "/v1/test-sets?limit=2&kind=accuracy")
+    expect(page.locator("#coverage-total")).not_to_have_text("–")
+    page.locator("#coverage-link").click()
+    expect(page).to_have_url(server.url + "/__mock/coverage.html")
+    report = page.locator("#coverage-report")
+    expect(report.locator("[data-total]")).to_contain_text("1 call")
+    listed = report.locator('.operation[data-operation="listTestSets"]')
+    expect(listed.locator(".calls")).to_have_text("1 call")
+    expect(listed.locator("tr", has_text="statuses")).to_contain_text("200×1")
+    expect(listed.locator("tr", has_text=re.compile("^kind values"))).to_contain_text("accuracy×1")
+
+
+def test_swagger_ui_answers_the_first_execute_with_the_examples_it_fills_in(browser, server):
+    """Try it out sends every parameter's example: those of the scope triplet go together (no 400 scope-invalid)."""
+    server.reset()
+    page, outside = open_page(browser, server.url)
+    page.goto(server.url + "/__mock/docs")
+    operation = page.locator("#operations-Test_sets-listTestSets")
+    operation.locator(".opblock-summary-control").click()
+    operation.locator("button.execute").click()
+    expect(operation.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
+    [entry] = server.requests(operationId="listTestSets")
+    assert "scopeKind=project" in entry["query"] and "scopeId=" in entry["query"]
+    page.context.close()
+    assert outside == []

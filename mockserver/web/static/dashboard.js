@@ -182,39 +182,14 @@
   }
 
   // -- coverage -----------------------------------------------------------------------------------------------
-  function coverageLines(operation) {
-    const lines = [];
-    const part = (label, items, name) => {
-      const seen = items.filter((i) => i.calls).map((i) => `${name(i)}×${i.calls}`);
-      const never = items.filter((i) => !i.calls).map(name);
-      if (items.length) lines.push([label, seen.join(", ") || "none", never.join(", ") || "none"]);
-    };
-    part("statuses", operation.statuses, (i) => i.status);
-    part("query parameters", operation.queryParameters, (i) => i.name);
-    for (const parameter of new Set(operation.enumValues.map((i) => i.parameter))) {
-      part(`${parameter} values`, operation.enumValues.filter((i) => i.parameter === parameter), (i) => i.value);
-    }
-    return lines;
-  }
-
   function showCoverage(report) {
     $("#coverage-total").textContent = `${report.percent} %`;
     for (const operation of report.operations) {
       const card = $(`.operation[data-operation="${CSS.escape(operation.operationId)}"]`);
       if (!card) continue;
       $("[data-calls]", card).textContent = `${operation.calls} call${operation.calls === 1 ? "" : "s"}`;
-      $("[data-percent]", card).textContent = `${operation.percent} % (${operation.covered} of ${operation.total})`;
-      const table = element("table");
-      const head = element("tr");
-      head.append(element("th"), element("th", "seen (calls)"), element("th", "never"));
-      table.append(element("thead"), element("tbody"));
-      table.tHead.append(head);
-      table.tBodies[0].append(...coverageLines(operation).map(([label, seen, never]) => {
-        const row = element("tr");
-        row.append(element("th", label), element("td", seen), element("td", never, "never"));
-        return row;
-      }));
-      $("[data-coverage]", card).replaceChildren(table);
+      $("[data-percent]", card).textContent = Coverage.percent(operation);
+      $("[data-coverage]", card).replaceChildren(Coverage.table(operation));
       for (const status of operation.statuses) {
         $(`[data-status="${CSS.escape(status.status)}"]`, card).classList.toggle("seen", status.calls > 0);
       }
@@ -232,6 +207,21 @@
         element("td", collection.written ? "written" : "as in the fixtures", "muted"));
       return row;
     }));
+  }
+
+  // Why the page's calls fail: a shared store away (health says why; the API answers 503 mock-state-unavailable
+  // meanwhile), or no answer from the mock at all.
+  async function problem() {
+    try {
+      const health = await (await fetch("/__mock/health", { headers: Mock.withToken() })).json();
+      if (health.status === "state-unavailable") {
+        return `its state store is unavailable: ${health.state.reason || "no reason given"} `
+          + "(the API answers 503 mock-state-unavailable)";
+      }
+    } catch (error) {
+      // no answer, or not the mock's
+    }
+    return "the mock does not answer";
   }
 
   let running = null;
@@ -256,6 +246,7 @@
           showCoverage(coverage);
           document.body.classList.remove("offline");
         } catch (error) {
+          $("#problem").textContent = await problem();
           document.body.classList.add("offline");
         }
       } while (again);
@@ -298,12 +289,6 @@
     clearJournal();
   }));
   $("#detail .close").addEventListener("click", () => { $("#detail").hidden = true; });
-  $("#coverage-link").addEventListener("click", async (event) => {  // the JSON needs the token too
-    event.preventDefault();
-    const report = await Mock.call("coverage");
-    const url = URL.createObjectURL(new Blob([JSON.stringify(report, null, 2)], { type: "application/json" }));
-    window.open(url, "_blank");
-  });
   fillStatuses();
   loadCallers().finally(loop);
 })();

@@ -320,6 +320,27 @@ def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:
         return None
 
 
+def add_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes (default 1); more than one needs a shared --state")
+
+
+def unshared_workers(args: argparse.Namespace, split: str) -> bool:
+    """True, after saying why, when --workers N has no --state: each worker would keep its own `split`; the
+    memory store, asked for by name, is only warned of (`warn_unshared`)."""
+    if args.workers > 1 and args.state is None:
+        print(f"mockserver: --workers {args.workers} needs a shared state store, or each worker keeps its own "
+              f"{split}: add --state redis://HOST:6379/0 (or --state memory to accept that split)", file=sys.stderr)
+        return True
+    return False
+
+
+def warn_unshared(args: argparse.Namespace, shared: bool, split: str) -> None:
+    if args.workers > 1 and not shared:
+        print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own {split}",
+              file=sys.stderr)
+
+
 def serve_until_stopped(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -> int:
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
     from ..web.serving import Listening, serve

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, unescape_token
@@ -98,7 +99,7 @@ class Answers:
         self.echo = Echo(SchemaWalk(spec.docs.resolve))
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
-        self._generated: dict[tuple[str, str, str], Answer] = {}
+        self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
         self.warnings: list[Problem] = []
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -425,14 +426,12 @@ class Answers:
         return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
-        """Keep a generated answer that passed the response check, serialised (bounded); once."""
+        """Cache a generated answer that passed the response check, serialised; once."""
         if answer.key is None or self._generated.get(answer.key) is answer:
             return
-        if len(self._generated) >= GENERATED_CACHE_SIZE:
-            self._generated.clear()
-        self._generated[answer.key] = Answer(
+        self._generated.put(answer.key, Answer(
             answer.status, answer.payload, answer.media_type, "generated", body=to_json(answer.payload)
-            if is_json(answer.media_type) else None, prechecked=True)
+            if is_json(answer.media_type) else None, prechecked=True))
 
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""

@@ -80,14 +80,29 @@ class Resolved:
     errors: list[tuple[str, MockError]] = field(default_factory=list)
 
 
-def parse_prefer(header: str | None) -> dict[str, str]:
-    """RFC 7240: `Prefer: code=503, example=busy` (also `;`-separated, as Prism accepts)."""
-    result: dict[str, str] = {}
-    for part in re.split(r"[,;]", header or ""):
-        name, _, value = part.strip().partition("=")
-        if name:
-            result[name.strip().lower()] = value.strip().strip('"')
-    return result
+_PREFER_SEPARATOR = re.compile(r"[,;]")
+
+
+@dataclass(frozen=True)
+class Prefer:
+    """What a request's `Prefer` header (RFC 7240: `Prefer: code=503, example=busy`, also `;`-separated, as Prism
+    accepts) asks of its answer, read once per request and handed to each step that picks the answer."""
+
+    code: str | None = None  # `code=`: the status to answer (an error's is raised before any answer is made)
+    example: str | None = None  # `example=`: the named example
+    dynamic: bool = False  # varied generated data: `dynamic=true`, or `--dynamic` when the request says nothing
+    asked_dynamic: bool = False  # the request's own `dynamic=true`, which skips the fixtures too
+
+    @classmethod
+    def read(cls, header: str, dynamic: bool) -> Prefer:
+        """The preferences of `header`; `dynamic` is `--dynamic`, what a request that does not say gets."""
+        given: dict[str, str] = {}
+        for part in _PREFER_SEPARATOR.split(header):
+            name, _, value = part.strip().partition("=")
+            if name:
+                given[name.strip().lower()] = value.strip().strip('"')
+        asked = given.get("dynamic", "").lower()
+        return cls(given.get("code"), given.get("example"), asked == "true" if asked else dynamic, asked == "true")
 
 
 class Pipeline:
@@ -125,7 +140,8 @@ class Pipeline:
         self.xml = XmlWriter(spec.docs.resolve)
         # with written collections a key carries each one's version (a write makes the next read's key new); a
         # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
-        self.kept = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
+        self.answer_cache = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
+        self._no_prefer = Prefer(dynamic=self.options.dynamic)  # most requests send none: read it once
         self.coverage = CoverageModel(spec, self.router)
         self.secrets = Secrets(spec, self.answers.write_only)
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
@@ -196,8 +212,9 @@ class Pipeline:
             self.store.check()
             query, caller, valid = resolved.query, resolved.caller, resolved.valid
             assert caller is not None and valid is not None  # resolve raised otherwise
-            prefer = parse_prefer(request.header("prefer"))
-            if "code" in prefer and (preferred := self._preferred_error(op, prefer["code"])) is not None:
+            header = request.header("prefer")
+            prefer = self._no_prefer if header is None else Prefer.read(header, self.options.dynamic)
+            if prefer.code is not None and (preferred := self._preferred_error(op, prefer.code)) is not None:
                 raise preferred
             effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
                                            session)
@@ -220,19 +237,19 @@ class Pipeline:
         response.session = session
         return response
 
-    def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+    def _respond(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                  effect: Effect | None, request_id: str) -> MockResponse:
         """The answer of a request that passed every check, validated against the description; the same request
         again within a second is given the same answer (pipeline/answer_cache.py)."""
         key = None
-        if effect is None and not self._dynamic(prefer):
-            key = self.kept.key(op.id, request, ctx.caller.key, ctx.session,
-                                partial(self.answers.versions, ctx.session))
-            kept = self.kept.get(key) if key is not None else None
-            if kept is not None:
-                return MockResponse(kept.status, kept.body, kept.media_type,
-                                    {**kept.headers, self.request_id_header: request_id}, kept.source, op.id,
-                                    kept.payload)
+        if effect is None and not prefer.dynamic:
+            key = self.answer_cache.key(op.id, request, ctx.caller.key, ctx.session,
+                                        partial(self.answers.versions, ctx.session))
+            cached = self.answer_cache.get(key) if key is not None else None
+            if cached is not None:
+                return MockResponse(cached.status, cached.body, cached.media_type,
+                                    {**cached.headers, self.request_id_header: request_id}, cached.source, op.id,
+                                    cached.payload)
         answer = self._answer(op, ctx, prefer, request, effect)
         headers = {**self.declared_headers(op, answer.status), **answer.headers}
         if op.deprecated:
@@ -247,13 +264,8 @@ class Pipeline:
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
         if key is not None:
-            self.kept.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
+            self.answer_cache.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
-
-    def _dynamic(self, prefer: dict[str, str]) -> bool:
-        """Whether this request's answer is varied generated data (`Prefer: dynamic=true`, or `--dynamic`)."""
-        asked = prefer.get("dynamic", "").lower()
-        return asked == "true" if asked else self.options.dynamic
 
     def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
         """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
@@ -307,7 +319,7 @@ class Pipeline:
             raise MockError(413, f"the request body is larger than {options.max_body} bytes",
                             code="payload-too-large", details={"limit": options.max_body})
 
-    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+    def _answer(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                 effect: Effect | None) -> Answer:
         """The answer, and for an XML media type its body written as XML along the response's schema (the
         payload stays the value the response check reads)."""
@@ -320,7 +332,7 @@ class Pipeline:
         body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
         return dataclasses.replace(answer, body=body)
 
-    def _pick(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+    def _pick(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
               effect: Effect | None) -> Answer:
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
@@ -328,27 +340,26 @@ class Pipeline:
             media = pick_media_type(declared.content) if declared else None
             return Answer(effect.status, effect.body, media.name if media else None, "scenario",
                           dict(effect.headers))
-        status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status
+        status = _preferred_status(op, prefer.code) if prefer.code is not None else op.success_status
         response = op.response(status)
         media = negotiate(response.content, request.header("accept")) if response else None
-        if "example" in prefer:
-            answer = self.answers.from_example(op, media, prefer["example"], status)
+        if prefer.example is not None:
+            answer = self.answers.from_example(op, media, prefer.example, status)
             if answer:
                 return answer
-        asked = prefer.get("dynamic", "").lower()
-        dynamic = self._dynamic(prefer)
         # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
         # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
-        if asked != "true" and status == op.success_status:
+        if not prefer.asked_dynamic and status == op.success_status:
             answer = self.answers.from_fixture(op, ctx, media)
             if answer:
                 return answer
-        if not dynamic:
+        if not prefer.dynamic:
             answer = self.answers.from_example(op, media, status=status)
             if answer:
                 return answer
         key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
-        return self.answers.generated(op, media, key, status=status, static=not dynamic, request=ctx.request)
+        return self.answers.generated(op, media, key, status=status, static=not prefer.dynamic,
+                                      request=ctx.request)
 
     def _preferred_error(self, op: Operation, code: str) -> MockError | None:
         """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves

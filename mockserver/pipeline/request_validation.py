@@ -308,7 +308,7 @@ class RequestValidator:
                             details={"contentType": content_type, "accepted": list(body.content)})
         if is_json(media.name):
             try:
-                value = parse_json(request.body, self.max_depth)
+                value = request.json = parse_json(request.body, self.max_depth)
             except JsonRefused as exc:
                 violations.append(Violation("body", "body", exc.pointer, exc.rule, exc.message))
                 return None

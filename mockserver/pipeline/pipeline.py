@@ -20,17 +20,17 @@ from ..base.http import MockRequest, MockResponse, is_json
 from ..base.json_values import MAX_DEPTH
 from ..fixtures.inference import infer
 from ..fixtures.loading import FixtureSet, load_fixtures
-from ..spec.index import Operation, SpecIndex, range_status
+from ..spec.index import Operation, SpecIndex
 from ..spec.secrets import Secrets
 from ..state import SESSION_TTL, STATE_TIMEOUT, Store, open_store, session_of
 from ..state.journal import Journal
 from . import startup
 from .answer_cache import AnswerCache
-from .answers import Answer, Answers, pick_media_type
+from .answers import Answer, Answers, pick_media_type, preferred_status
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
-from .negotiation import negotiate
+from .negotiation import Prefer
 from .pagination import CursorSealer
 from .request_validation import RequestValidator, ValidRequest
 from .response_validation import ContractViolation, check_response
@@ -78,31 +78,6 @@ class Resolved:
     caller: Caller | None = None
     valid: ValidRequest | None = None
     errors: list[tuple[str, MockError]] = field(default_factory=list)
-
-
-_PREFER_SEPARATOR = re.compile(r"[,;]")
-
-
-@dataclass(frozen=True)
-class Prefer:
-    """What a request's `Prefer` header (RFC 7240: `Prefer: code=503, example=busy`, also `;`-separated, as Prism
-    accepts) asks of its answer, read once per request and handed to each step that picks the answer."""
-
-    code: str | None = None  # `code=`: the status to answer (an error's is raised before any answer is made)
-    example: str | None = None  # `example=`: the named example
-    dynamic: bool = False  # varied generated data: `dynamic=true`, or `--dynamic` when the request says nothing
-    asked_dynamic: bool = False  # the request's own `dynamic=true`, which skips the fixtures too
-
-    @classmethod
-    def read(cls, header: str, dynamic: bool) -> Prefer:
-        """The preferences of `header`; `dynamic` is `--dynamic`, what a request that does not say gets."""
-        given: dict[str, str] = {}
-        for part in _PREFER_SEPARATOR.split(header):
-            name, _, value = part.strip().partition("=")
-            if name:
-                given[name.strip().lower()] = value.strip().strip('"')
-        asked = given.get("dynamic", "").lower()
-        return cls(given.get("code"), given.get("example"), asked == "true" if asked else dynamic, asked == "true")
 
 
 class Pipeline:
@@ -323,7 +298,16 @@ class Pipeline:
                 effect: Effect | None) -> Answer:
         """The answer, and for an XML media type its body written as XML along the response's schema (the
         payload stays the value the response check reads)."""
-        answer = self._pick(op, ctx, prefer, request, effect)
+        self.answers.check_rules(op, ctx)
+        if effect is not None and effect.status is not None:
+            declared = op.response(effect.status)
+            media = pick_media_type(declared.content) if declared else None
+            answer = Answer(effect.status, effect.body, media.name if media else None, "scenario",
+                            dict(effect.headers))
+        else:  # decided first, then built: a scenario's body is given
+            decision = self.answers.decide(op, ctx, prefer, request.header("accept"))
+            key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
+            answer = self.answers.build(op, ctx, decision, key)
         if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
             return answer
         response = op.response(answer.status)
@@ -332,39 +316,10 @@ class Pipeline:
         body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
         return dataclasses.replace(answer, body=body)
 
-    def _pick(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
-              effect: Effect | None) -> Answer:
-        self.answers.check_rules(op, ctx)
-        if effect is not None and effect.status is not None:
-            declared = op.response(effect.status)
-            media = pick_media_type(declared.content) if declared else None
-            return Answer(effect.status, effect.body, media.name if media else None, "scenario",
-                          dict(effect.headers))
-        status = _preferred_status(op, prefer.code) if prefer.code is not None else op.success_status
-        response = op.response(status)
-        media = negotiate(response.content, request.header("accept")) if response else None
-        if prefer.example is not None:
-            answer = self.answers.from_example(op, media, prefer.example, status)
-            if answer:
-                return answer
-        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
-        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
-        if not prefer.asked_dynamic and status == op.success_status:
-            answer = self.answers.from_fixture(op, ctx, media)
-            if answer:
-                return answer
-        if not prefer.dynamic:
-            answer = self.answers.from_example(op, media, status=status)
-            if answer:
-                return answer
-        key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
-        return self.answers.generated(op, media, key, status=status, static=not prefer.dynamic,
-                                      request=ctx.request)
-
     def _preferred_error(self, op: Operation, code: str) -> MockError | None:
         """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
         that response's example or generated body); of a status the operation does not declare: 400."""
-        status = _preferred_status(op, code)
+        status = preferred_status(op, code)
         if status < 400:
             return None
         message, details = self.scenarios.declared(op, status)
@@ -389,19 +344,6 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
-
-
-def _preferred_status(op: Operation, code: str) -> int:
-    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
-    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
-    upper = code.upper()
-    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
-        return range_status(upper)
-    if code.isdigit() and op.declares(int(code)):
-        return int(code)
-    declared = ", ".join(op.declared_statuses)
-    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
-                    details={"preferred": code, "declared": op.declared_statuses})
 
 
 def serialize(payload: Any, media_type: str | None) -> bytes:

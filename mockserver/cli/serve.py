@@ -5,15 +5,11 @@ import argparse
 import sys
 from functools import partial
 
-from ..base.errors import LoadError
-from ..state import StateError
 from .flags import (
     add_options,
     add_serving,
     add_workers,
-    cursor_secret,
-    options_from,
-    report,
+    load_served,
     serve_until_stopped,
     serving_sources,
     unshared_workers,
@@ -39,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped (exit 0); 1 for an unusable address; 2 when the description, the fixtures, the state
     store or the options are unusable."""
-    from ..web.app import create_app, load_pipeline
+    from ..web.app import create_app
     from ..web.serving import configure_logging
 
     found = serving_sources(args)
@@ -49,14 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if unshared_workers(args, SPLIT):
         return 2
     configure_logging(args.log_level)
-    options = options_from(args, cursor_secret=cursor_secret(args.state))
-    try:
-        loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
-    except LoadError as exc:
-        report(exc)
-        return 2
-    except StateError as exc:
-        print(f"mockserver: {exc}", file=sys.stderr)
+    loaded = load_served(args, spec, fixtures)  # once, before the workers: a bad description exits 2
+    if loaded is None:
         return 2
     warn(loaded.warnings)
     warn_unshared(args, loaded.store.shared, SPLIT)

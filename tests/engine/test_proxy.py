@@ -3,6 +3,7 @@ import http.client
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from werkzeug.test import Client
@@ -202,6 +203,9 @@ def test_two_workers_on_one_redis_count_drift_together(kindgi_app, redis_url):
         url = f"http://127.0.0.1:{port}"
         assert [get(url, "/v1/test-sets?limit=5")[0] for _ in range(8)] == [200] * 8  # a connection each
         reports = [get(url, "/__mock/drift")[2] for _ in range(6)]
+        reset = urllib.request.Request(url + "/__mock/reset", b"{}", {"Content-Type": "application/json"})
+        urllib.request.urlopen(reset, timeout=10).close()
+        assert [get(url, "/__mock/drift")[2]["exchanges"] for _ in range(4)] == [0] * 4  # a reset forgets it all
     assert all(report == reports[0] for report in reports)
     assert (reports[0]["exchanges"], reports[0]["drifting"]) == (8, 8)
     assert {row["pointer"]: row["count"] for row in reports[0]["violations"]} == {

@@ -137,11 +137,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """`python -m mockserver serve` on a free port, as a user starts it, once it takes connections; its stderr is a
-    pipe the test may read; `env` adds to the environment. Stopped (killed if it must be) at the end."""
+def serving(*args: str, env: dict[str, str] | None = None,
+            command: str = "serve") -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`python -m mockserver serve` (or another `command`) on a free port, as a user starts it, once it takes
+    connections; its stderr is a pipe the test may read; `env` adds to the environment. Stopped (killed if it must
+    be) at the end."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mockserver", "serve", "--port", str(port), *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "mockserver", command, "--port", str(port), *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **env} if env else None)
     try:

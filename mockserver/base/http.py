@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 _UNPARSED: Any = object()
+UNREAD: Any = object()  # a body no stage has read as JSON (yet)
 
 
 def is_json(media_type: str | None) -> bool:
@@ -32,6 +33,8 @@ class MockRequest:
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
     _query: Any = field(default=_UNPARSED, init=False, repr=False, compare=False)
+    # the body as request validation read it (JSON), so the journal masks that value instead of parsing it again
+    json: Any = field(default=UNREAD, init=False, repr=False, compare=False)
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())

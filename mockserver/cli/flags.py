@@ -15,10 +15,12 @@ from ..base.errors import LoadError
 from ..base.json_values import MAX_DEPTH
 from ..pipeline.pipeline import Options
 from ..pipeline.stateful import ITEMS_LIMIT
-from ..state import SESSION_TTL, STATE_TIMEOUT
+from ..state import SESSION_TTL, STATE_TIMEOUT, StateError
 
 if TYPE_CHECKING:
     from flask import Flask
+
+    from ..pipeline.pipeline import Pipeline
 
 # Python threads per worker for what may block for long (web/rsgi.py): the control API (a change waits for every
 # process to take it) and the answers behind `mockserver proxy`; the API's own answers are made on the event loop
@@ -318,6 +320,42 @@ def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:
     except NoDescription as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return None
+
+
+def add_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes (default 1); more than one needs a shared --state")
+
+
+def unshared_workers(args: argparse.Namespace, split: str) -> bool:
+    """True, after saying why, when --workers N has no --state: each worker would keep its own `split`; the
+    memory store, asked for by name, is only warned of (`warn_unshared`)."""
+    if args.workers > 1 and args.state is None:
+        print(f"mockserver: --workers {args.workers} needs a shared state store, or each worker keeps its own "
+              f"{split}: add --state redis://HOST:6379/0 (or --state memory to accept that split)", file=sys.stderr)
+        return True
+    return False
+
+
+def warn_unshared(args: argparse.Namespace, shared: bool, split: str) -> None:
+    if args.workers > 1 and not shared:
+        print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own {split}",
+              file=sys.stderr)
+
+
+def load_served(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> Pipeline | None:
+    """What `serve` and `proxy` hand their workers, loaded once before they fork, on the store --state names;
+    None after saying why it cannot be (the description, the fixtures or the store are unusable)."""
+    from ..web.app import load_pipeline
+
+    try:
+        return load_pipeline(spec, fixtures, options_from(args, cursor_secret=cursor_secret(args.state),
+                                                                dashboard=not args.no_control))
+    except LoadError as exc:
+        report(exc)
+    except StateError as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+    return None
 
 
 def serve_until_stopped(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -> int:

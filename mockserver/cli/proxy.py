@@ -8,17 +8,24 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..base.errors import LoadError
-from .flags import add_serving, cursor_secret, options_from, report, serve_until_stopped, serving_sources
+from . import flags
 
 if TYPE_CHECKING:
     from ..web.recording import Recorder
 
 HELP = "forward to a real deployment; check every exchange against the description (drift at /__mock/drift)"
+SPLIT = "journal, coverage and drift counts"  # what each worker would keep for itself without a shared store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_serving(parser)
+    add_forwarding(parser)
+    flags.add_workers(parser)
+    flags.add_options(parser, "state", "state_timeout")
+
+
+def add_forwarding(parser: argparse.ArgumentParser) -> None:
+    """What `proxy` and `record` share."""
+    flags.add_serving(parser)
     parser.add_argument("--target", required=True,
                         help="the real deployment's root URL; each request's path is appended to it unchanged")
     parser.add_argument("--fallback", action="store_true",
@@ -28,16 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until stopped (exit 0); 1 for an unusable address; 2 when the description, the fixtures or the options
-    are unusable."""
-    found = serving_sources(args)
-    return found if isinstance(found, int) else serve_proxy(args, *found)
+    """Serve until stopped (exit 0); 1 for an unusable address; 2 when the description, the fixtures, the state
+    store or the options are unusable."""
+    found = flags.serving_sources(args)
+    if isinstance(found, int):
+        return found
+    return 2 if flags.unshared_workers(args, SPLIT) else serve_proxy(args, *found)
 
 
 def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, recorder: Recorder | None = None) -> int:
     """Forward (and with a `recorder`, record) until stopped; 2 when the target, description or fixtures are
     unusable."""
-    from ..web.app import create_app, load_pipeline
+    from ..web.app import create_app
     from ..web.proxy import Proxy
     from ..web.serving import configure_logging
 
@@ -47,16 +56,14 @@ def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, rec
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
     configure_logging(args.log_level)
-    try:
-        loaded = load_pipeline(spec, fixtures, options_from(args, cursor_secret=cursor_secret(None),
-                                                            dashboard=not args.no_control))
-    except LoadError as exc:
-        report(exc)
+    loaded = flags.load_served(args, spec, fixtures)
+    if loaded is None:
         return 2
+    flags.warn_unshared(args, loaded.store.shared, SPLIT)
     what = f"recording into {args.out}" if recorder else "proxying"
     print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
-    return serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
+    return flags.serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),
                                        proxy=proxy, loaded=loaded),
-                               args, 1)  # one process: the drift counts are whole
+                               args, args.workers)

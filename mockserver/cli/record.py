@@ -13,7 +13,8 @@ HELP = "like proxy, and save the answers as fixtures"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    proxy.add_arguments(parser)
+    proxy.add_forwarding(parser)
+    parser.set_defaults(workers=1, state=None)  # one process writes the recorded files
     parser.add_argument("--out", type=Path, required=True, help="folder of the recorded fixtures (merged if it "
                                                                 "exists)")
     parser.add_argument("--rejected", type=Path, help="folder for answers that break the description "

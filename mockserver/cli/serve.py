@@ -5,27 +5,26 @@ import argparse
 import sys
 from functools import partial
 
-from ..base.errors import LoadError
-from ..state import StateError
 from .flags import (
     add_options,
     add_serving,
-    cursor_secret,
-    options_from,
-    report,
+    add_workers,
+    load_served,
     serve_until_stopped,
     serving_sources,
+    unshared_workers,
     warn,
+    warn_unshared,
 )
 
 HELP = "serve a mock of the description"
+SPLIT = "scenarios, journal and coverage"  # what each worker would keep for itself without a shared store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_serving(parser)
     add_options(parser, "seed", "dynamic", "strict_auth", "accept_tokens", "validate_responses")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="worker processes (default 1); more than one needs a shared --state")
+    add_workers(parser)
     add_options(parser, "state", "state_timeout", "session_ttl", "max_items", "max_depth")
     parser.add_argument("--watch", action="store_true",
                         help="reload the description and fixtures when a file changes (an invalid edit keeps the "
@@ -36,32 +35,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped (exit 0); 1 for an unusable address; 2 when the description, the fixtures, the state
     store or the options are unusable."""
-    from ..web.app import create_app, load_pipeline
+    from ..web.app import create_app
     from ..web.serving import configure_logging
 
     found = serving_sources(args)
     if isinstance(found, int):
         return found
     spec, fixtures = found
-    if args.workers > 1 and args.state is None:
-        print(f"mockserver: --workers {args.workers} needs a shared state store, or each worker keeps its own "
-              f"scenarios, journal and coverage: add --state redis://HOST:6379/0 (or --state memory to accept that "
-              f"split)", file=sys.stderr)
+    if unshared_workers(args, SPLIT):
         return 2
     configure_logging(args.log_level)
-    options = options_from(args, cursor_secret=cursor_secret(args.state), dashboard=not args.no_control)
-    try:
-        loaded = load_pipeline(spec, fixtures, options)  # once, before the workers: a bad description exits 2
-    except LoadError as exc:
-        report(exc)
-        return 2
-    except StateError as exc:
-        print(f"mockserver: {exc}", file=sys.stderr)
+    loaded = load_served(args, spec, fixtures)  # once, before the workers: a bad description exits 2
+    if loaded is None:
         return 2
     warn(loaded.warnings)
-    if args.workers > 1 and not loaded.store.shared:
-        print(f"mockserver: warning: --state memory with --workers {args.workers}: each worker keeps its own "
-              f"scenarios, journal and coverage", file=sys.stderr)
+    warn_unshared(args, loaded.store.shared, SPLIT)
     state = loaded.store.describe()
     origin = f"http://{args.host}:{args.port}"
     pages = "" if args.no_control else f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"

@@ -1,8 +1,8 @@
 """Answers already made, served again to the same request: a client polling a list, or a load test, asks for the
 same page many times, and picking, paging, checking and writing it is most of the mock's own work per call.
 
-Only what cannot change between two identical requests is kept: answers of reads (GET, HEAD) with no scenario in
-force and no varied data asked for, for at most TTL_S seconds (a cursor in a kept page was signed at most that long
+Only what cannot change between two identical requests is cached: answers of reads (GET, HEAD) with no scenario in
+force and no varied data asked for, for at most TTL_S seconds (a cursor in a cached page was signed at most that long
 ago; one asked for is checked again within that time). The key is everything the answer is made from: the
 operation, the path, query and body as sent, the headers the answer depends on, the caller's credential, the
 session and the version of every written collection the session sees (so a write is seen by the very next read).
@@ -19,13 +19,14 @@ from ..base.http import MockRequest
 from ..spec.index import SpecIndex
 
 TTL_S = 1.0
-SIZE = 1024  # answers kept at most, and
-MAX_BYTES = 8 * 2**20  # bytes of bodies kept at most: past either the cache starts again empty (a worker's memory
-# stays flat however many different reads it serves; kept answers are a second old at most anyway)
+SIZE = 1024  # answers cached at most, and
+MAX_BYTES = 8 * 2**20  # bytes of bodies cached at most: past either the cache starts again empty (a worker's memory
+# stays flat however many different reads it serves; cached answers are a second old at most anyway), as with
+# `base.bounded.BoundedCache`, which counts entries only
 _READS = frozenset({"GET", "HEAD"})
 
 
-class Kept(NamedTuple):
+class Cached(NamedTuple):
     status: int
     body: bytes
     media_type: str | None
@@ -39,7 +40,7 @@ class AnswerCache:
     def __init__(self, *, enabled: bool, varies_on: tuple[str, ...]) -> None:
         self.enabled = enabled
         self._varies_on = varies_on  # lower-case header names an answer may depend on
-        self._kept: dict[tuple[Any, ...], Kept] = {}
+        self._answers: dict[tuple[Any, ...], Cached] = {}
         self._bytes = 0
 
     @classmethod
@@ -61,16 +62,16 @@ class AnswerCache:
                 zlib.crc32(request.body) if request.body else None,
                 *(request.headers.get(name) for name in self._varies_on))
 
-    def get(self, key: tuple[Any, ...]) -> Kept | None:
-        kept = self._kept.get(key)
-        return kept if kept is not None and kept.until > time.monotonic() else None
+    def get(self, key: tuple[Any, ...]) -> Cached | None:
+        cached = self._answers.get(key)
+        return cached if cached is not None and cached.until > time.monotonic() else None
 
     def put(self, key: tuple[Any, ...], status: int, body: bytes, media_type: str | None, headers: dict[str, str],
             source: str, payload: Any) -> None:
         if len(body) > MAX_BYTES:
             return
-        if len(self._kept) >= SIZE or self._bytes + len(body) > MAX_BYTES:
-            self._kept.clear()
+        if len(self._answers) >= SIZE or self._bytes + len(body) > MAX_BYTES:
+            self._answers.clear()
             self._bytes = 0
         self._bytes += len(body)
-        self._kept[key] = Kept(status, body, media_type, headers, source, payload, time.monotonic() + TTL_S)
+        self._answers[key] = Cached(status, body, media_type, headers, source, payload, time.monotonic() + TTL_S)

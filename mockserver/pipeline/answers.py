@@ -1,21 +1,24 @@
 """Picking the answer of an operation: its fixture (a list, an item, or a fixed answer, after the fixture's
-`require` and `reject` rules), else an example from the description, else data generated from the schema.
+`require` and `reject` rules), else an example from the description, else data generated from the schema. Picking
+(`decide`: a `negotiation.Decision`) comes before building the body (`build`).
 
 Everything a fixture can serve is checked against the description here, at start-up; a problem names the fixture
 file, line and pointer, and the schema rule."""
 from __future__ import annotations
 
 import random
+import re
 import zlib
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, unescape_token
 from ..fixtures.loading import Collection, FixtureSet, Located
-from ..spec.index import MediaType, Operation, SpecIndex
+from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk
 from ..spec.schemas import instance_pointer, iter_errors
 from ..spec.write_only import WriteOnly
@@ -24,7 +27,7 @@ from ..state.memory import MemoryStore
 from .echo import Echo
 from .envelope import fill
 from .generation import GenerationError, SchemaGenerator
-from .negotiation import negotiate
+from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery, page_names, to_json
 from .request_validation import ValidRequest
@@ -85,6 +88,19 @@ def pick_media_type(content: dict[str, MediaType]) -> MediaType | None:
     return negotiate(content, None)
 
 
+def preferred_status(op: Operation, code: str) -> int:
+    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
+    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
+    upper = code.upper()
+    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
+        return range_status(upper)
+    if code.isdigit() and op.declares(int(code)):
+        return int(code)
+    declared = ", ".join(op.declared_statuses)
+    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
+                    details={"preferred": code, "declared": op.declared_statuses})
+
+
 class Answers:
     def __init__(self, spec: SpecIndex, fixtures: FixtureSet, sealer: CursorSealer, *, seed: int = 0,
                  store: Store | None = None, max_items: int = ITEMS_LIMIT) -> None:
@@ -98,7 +114,7 @@ class Answers:
         self.echo = Echo(SchemaWalk(spec.docs.resolve))
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
-        self._generated: dict[tuple[str, str, str], Answer] = {}
+        self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
         self.warnings: list[Problem] = []
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -296,13 +312,55 @@ class Answers:
                 shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
                 rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
 
-    def from_fixture(self, op: Operation, ctx: Context, media: MediaType | None) -> Answer | None:
-        """Fixtures hold JSON: they answer when the client accepts it (`media` is the negotiated type)."""
-        fixture = self.fixtures.get(op.id)
-        if fixture is None or (media is not None and not is_json(media.name)):
-            return None
-        status = op.success_status
-        media_type = media.name if media else "application/json"
+    def decide(self, op: Operation, ctx: Context, prefer: Prefer, accept: str | None) -> Decision:
+        """What answers, before any body is built: the status (`Prefer: code=`, else the success), the media type
+        `Accept` picks, and the source: the example `Prefer: example=` names (a 400 when there is none of that
+        name), else the fixture (JSON only, for the success; not for a request's own `Prefer: dynamic=true`), else
+        the first usable example (not for varied data), else data generated from the schema."""
+        status = preferred_status(op, prefer.code) if prefer.code is not None else op.success_status
+        response = op.response(status)
+        media = negotiate(response.content, accept) if response else None
+        if prefer.example is not None and self._example(op, media, prefer.example, status) is not None:
+            return Decision(status, media, "example", example=prefer.example)
+        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
+        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
+        if not prefer.asked_dynamic and status == op.success_status:
+            fixture = self.fixtures.get(op.id)
+            if fixture is not None and (media is None or is_json(media.name)):
+                if fixture.write is not None or fixture.listing is not None or fixture.item is not None:
+                    return Decision(status, media, "fixture")
+                for index, entry in enumerate(fixture.respond):
+                    if entry.when is None or entry.when(ctx):
+                        return Decision(entry.answer.status, media, "fixture", respond=index)
+        if not prefer.dynamic:
+            name = self._example(op, media, None, status)
+            if name is not None:
+                return Decision(status, media, "example", example=name)
+        return Decision(status, media, "generated", static=not prefer.dynamic)
+
+    def build(self, op: Operation, ctx: Context, decision: Decision, key: str) -> Answer:
+        """The answer `decision` names, its body built; `key` names the request (generated data is the same for
+        the same seed and key)."""
+        status, media = decision.status, decision.media
+        if decision.source == "example":
+            assert media is not None and decision.example is not None
+            response = op.response(status)
+            assert response is not None  # media comes from it
+            return Answer(status, self._examples[(op.id, response.status, media.name)][decision.example],
+                          media.name, "example")
+        if decision.source == "fixture":
+            return self._from_fixture(op, ctx, decision)
+        return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
+
+    def _from_fixture(self, op: Operation, ctx: Context, decision: Decision) -> Answer:
+        """Fixtures hold JSON: they answer when the client accepts it (`decision.media` is the negotiated type)."""
+        fixture = self.fixtures[op.id]
+        status = decision.status
+        media_type = decision.media_type or "application/json"
+        if decision.respond is not None:
+            answer = fixture.respond[decision.respond].answer
+            return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
+                          dict(answer.headers), answer.origin)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
@@ -312,16 +370,10 @@ class Answers:
             page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
             return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
                           prechecked=True)
-        if fixture.item is not None:
-            live = self.live.get(fixture.item.collection.name)
-            pairs = live.view(self.store, ctx.session).pairs() if live else None
-            return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
-        for entry in fixture.respond:
-            if entry.when is None or entry.when(ctx):
-                answer = entry.answer
-                return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
-                              dict(answer.headers), answer.origin)
-        return None
+        assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
+        live = self.live.get(fixture.item.collection.name)
+        pairs = live.view(self.store, ctx.session).pairs() if live else None
+        return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
         """The collections operations write to, as a session (None: the whole mock) sees them now: for the
@@ -367,12 +419,9 @@ class Answers:
                                          "served unless asked for", str(error.validator), line))
         return value, error is None
 
-    def from_example(self, op: Operation, media: MediaType | None, name: str | None = None,
-                     status: int | None = None) -> Answer | None:
-        """The first usable example of the answer with `status` (the success, unless `Prefer: code=` asks for
-        another); a named one (`Prefer: example=`) that the answer lacks is a 400 listing those it has, none
-        included."""
-        status = op.success_status if status is None else status
+    def _example(self, op: Operation, media: MediaType | None, name: str | None, status: int) -> str | None:
+        """The name of the example that answers `status`: `name` (`Prefer: example=`; one the answer lacks is a 400
+        listing those it has, none included), else the first usable one; None when there is none."""
         examples = media.examples if media else {}
         if name is not None and name not in examples:
             has = ", ".join(examples) or "none"
@@ -382,9 +431,7 @@ class Answers:
             return None
         response = op.response(status)
         assert response is not None  # media comes from it
-        where = (op.id, response.status, media.name)
-        chosen = name if name is not None else self._usable.get(where)
-        return Answer(status, self._examples[where][chosen], media.name, "example") if chosen is not None else None
+        return name if name is not None else self._usable.get((op.id, response.status, media.name))
 
     def generated(self, op: Operation, media: MediaType | None, key: str, *, status: int | None = None,
                   static: bool = True, request: ValidRequest | None = None) -> Answer:
@@ -432,14 +479,12 @@ class Answers:
         return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
-        """Keep a generated answer that passed the response check, serialised (bounded); once."""
+        """Cache a generated answer that passed the response check, serialised; once."""
         if answer.key is None or self._generated.get(answer.key) is answer:
             return
-        if len(self._generated) >= GENERATED_CACHE_SIZE:
-            self._generated.clear()
-        self._generated[answer.key] = Answer(
+        self._generated.put(answer.key, Answer(
             answer.status, answer.payload, answer.media_type, "generated", body=to_json(answer.payload)
-            if is_json(answer.media_type) else None, prechecked=True)
+            if is_json(answer.media_type) else None, prechecked=True))
 
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import itertools
 import json
 import math
@@ -36,7 +35,7 @@ from urllib.parse import urldefrag, urljoin
 import rstr
 from jsonschema import Draft202012Validator
 
-from ..base.memo import kept
+from ..base.bounded import BoundedCache
 from ..spec.schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
 if TYPE_CHECKING:
@@ -152,8 +151,10 @@ _DEREF_DROP = {"$ref", "$id", "$schema", "$anchor", "$dynamicAnchor", "$dynamicR
                "nullable", "discriminator"}
 
 _MISSING = object()
-_VALIDATORS = 4096  # compiled subschema validators (and branch types) kept by a generator, under its lock
-_PLANS = 16384  # expansions and facets kept, likewise (one of Discord's messages has some 3,000 places)
+_VALIDATORS = 4096  # compiled subschema validators (and branch types) cached by a generator, under its lock
+_PLANS = 16384  # expansions and facets cached, likewise (one of Discord's messages has some 3,000 places)
+_PATTERNS: BoundedCache[str, Any] = BoundedCache(_VALIDATORS)  # patterns parsed for rstr, by every generator
+_HINTS: BoundedCache[str | None, Callable[[Faker], str] | None] = BoundedCache(_VALIDATORS)  # by property name
 
 
 class GenerationError(ValueError):
@@ -177,14 +178,9 @@ class _Xeger(rstr.Rstr):
     def xeger(self, string_or_regex: str | re.Pattern[str]) -> str:
         """rstr's, with each pattern parsed once (parsing was a third of the cost of a string with a pattern)."""
         pattern = string_or_regex if isinstance(string_or_regex, str) else string_or_regex.pattern
-        result = self._build_string(_parsed(pattern))
+        result = self._build_string(_PATTERNS.made(pattern, lambda: sre_parse.parse(pattern)))
         self._cache.clear()
         return result
-
-
-@functools.lru_cache(maxsize=_VALIDATORS)
-def _parsed(pattern: str) -> Any:
-    return sre_parse.parse(pattern)
 
 
 @dataclass(frozen=True)
@@ -329,9 +325,12 @@ def _name_words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
-@functools.lru_cache(maxsize=_VALIDATORS)
 def _hint_for(name: str | None) -> Callable[[Faker], str] | None:
-    """The maker a property's name calls for; kept per name (splitting it into words was a tenth of a string)."""
+    """The maker a property's name calls for; cached per name (splitting it into words was a tenth of a string)."""
+    return _HINTS.made(name, lambda: _hint_of(name))
+
+
+def _hint_of(name: str | None) -> Callable[[Faker], str] | None:
     if not name:
         return None
     words = _name_words(name)
@@ -458,10 +457,13 @@ class SchemaGenerator:
         self._lock = threading.Lock()
         # Validators of the subschemas a choice is checked against, kept across calls (a list of 50 items checks
         # the same `oneOf` branches 50 times): compiling one inlines its `$ref`s, the bulk of a big item's cost.
-        self._validators: dict[tuple[tuple[int, str], ...], tuple[Any, Draft202012Validator]] = {}
-        self._types: dict[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = {}  # likewise
-        self._expansions: dict[tuple[_LocKey, int], tuple[list[_Loc], list[_Choice]]] = {}  # and these
-        self._merged: dict[tuple[_LocKey, ...], tuple[list[_Loc], _Facets]] = {}
+        self._validators: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, Draft202012Validator]] = \
+            BoundedCache(_VALIDATORS)
+        self._types: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, list[frozenset[str] | None]]] = \
+            BoundedCache(_VALIDATORS)  # likewise
+        self._expansions: BoundedCache[tuple[_LocKey, int], tuple[list[_Loc], list[_Choice]]] = \
+            BoundedCache(_PLANS)  # and these
+        self._merged: BoundedCache[tuple[_LocKey, ...], tuple[list[_Loc], _Facets]] = BoundedCache(_PLANS)
 
     @property
     def _faker(self) -> Faker:
@@ -500,15 +502,15 @@ class SchemaGenerator:
                 self._expand(loc, depth, more_flat, more_choices)
                 return more_flat, more_choices
 
-            more = kept(self._expansions, (_key(loc), depth), expand, _PLANS)
+            more = self._expansions.made((_key(loc), depth), expand)
             flat += more[0]
             choices += more[1]
         return flat, choices
 
     def _facets(self, flat: list[_Loc]) -> _Facets:
         """`_merge`, kept: see `_expanded`. The facets are read, never changed."""
-        return kept(self._merged, tuple(_key(loc) for loc in flat),
-                    lambda: (flat, _merge(flat, flat[0].where if flat else "#")), _PLANS)[1]
+        return self._merged.made(tuple(_key(loc) for loc in flat),
+                    lambda: (flat, _merge(flat, flat[0].where if flat else "#")))[1]
 
     def _expand(self, loc: _Loc, depth: int, flat: list[_Loc], choices: list[_Choice]) -> None:
         """Flatten `$ref` and `allOf` into `flat`; collect `oneOf`/`anyOf` to decide later."""
@@ -651,16 +653,15 @@ class SchemaGenerator:
             branches = [self._deref(branch, loc.base, frozenset()) for branch in loc.schema[choice.kind]]
             return loc.schema, Validator({"oneOf": branches}, format_checker=FORMAT_CHECKER)
 
-        validator = kept(self._validators, ((id(loc.schema), loc.base), (0, choice.kind)), compiled, _VALIDATORS)[1]
+        validator = self._validators.made(((id(loc.schema), loc.base), (0, choice.kind)), compiled)[1]
         # likewise when its type, `const` or a property's `const` (a component's `type: 2`) tells the branch
         return plausible(validator, validator.schema["oneOf"], value) == 1 or validator.is_valid(value)
 
     def _branch_types(self, choice: _Choice) -> list[frozenset[str] | None]:
         """The JSON types each branch of a choice admits (None: any), through `$ref`s and `allOf`; kept."""
         loc = choice.loc
-        return kept(self._types, ((id(loc.schema), loc.base),),
-                    lambda: (loc.schema, [self._types_of(b, loc.base, 0) for b in loc.schema[choice.kind]]),
-                    _VALIDATORS)[1]
+        return self._types.made(((id(loc.schema), loc.base),),
+                    lambda: (loc.schema, [self._types_of(b, loc.base, 0) for b in loc.schema[choice.kind]]))[1]
 
     def _types_of(self, schema: Any, base: str, depth: int) -> frozenset[str] | None:
         if schema is False:
@@ -694,7 +695,7 @@ class SchemaGenerator:
             return locs, Validator(schema, format_checker=FORMAT_CHECKER)
 
         key = tuple((id(loc.schema), loc.base) for loc in locs)
-        return kept(self._validators, key, compiled, _VALIDATORS)[1].is_valid(value)
+        return self._validators.made(key, compiled)[1].is_valid(value)
 
     def _deref(self, schema: Any, base: str, seen: frozenset[tuple[int, str]]) -> Any:
         """Inline `$ref`s and translate OpenAPI 3.0 keywords so plain jsonschema can validate.

@@ -1,13 +1,59 @@
-"""Choosing the media type of an answer from the request's `Accept` header (RFC 9110 §12.5.1): q-values and
-wildcards; JSON first when the client accepts anything. Nothing acceptable is a 406 listing what there is."""
+"""What a request asks of its answer, and the answer decided before any body is built, as Prism's negotiator
+does: `Prefer` read once (RFC 7240), the media type chosen from `Accept` (RFC 9110 §12.5.1: q-values and
+wildcards; JSON first when the client accepts anything; nothing acceptable is a 406 listing what there is), and a
+`Decision` (status, media type, source) that `Answers.build` turns into a body."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import TypeVar
 
 from ..base.errors import MockError
 from ..base.http import is_json
+from ..spec.index import MediaType
 
 T = TypeVar("T")
+_PREFER_SEPARATOR = re.compile(r"[,;]")
+
+
+@dataclass(frozen=True)
+class Prefer:
+    """What a request's `Prefer` header (RFC 7240: `Prefer: code=503, example=busy`, also `;`-separated, as Prism
+    accepts) asks of its answer, read once per request and handed to each step that picks the answer."""
+
+    code: str | None = None  # `code=`: the status to answer (an error's is raised before any answer is made)
+    example: str | None = None  # `example=`: the named example
+    dynamic: bool = False  # varied generated data: `dynamic=true`, or `--dynamic` when the request says nothing
+    asked_dynamic: bool = False  # the request's own `dynamic=true`, which skips the fixtures too
+
+    @classmethod
+    def read(cls, header: str, dynamic: bool) -> Prefer:
+        """The preferences of `header`; `dynamic` is `--dynamic`, what a request that does not say gets."""
+        given: dict[str, str] = {}
+        for part in _PREFER_SEPARATOR.split(header):
+            name, _, value = part.strip().partition("=")
+            if name:
+                given[name.strip().lower()] = value.strip().strip('"')
+        asked = given.get("dynamic", "").lower()
+        return cls(given.get("code"), given.get("example"), asked == "true" if asked else dynamic, asked == "true")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer of a request, decided before its body is built: the status, the media type, and where the body
+    comes from (`source`: "fixture", "example" or "generated"); the headers the description fixes for the status
+    are `Pipeline.declared_headers(op, status)`."""
+
+    status: int
+    media: MediaType | None
+    source: str
+    example: str | None = None  # "example": the example's name
+    respond: int | None = None  # "fixture": which of its `respond` answers (None: its list, item or write)
+    static: bool = True  # "generated": the examples first and every optional property, else varied data
+
+    @property
+    def media_type(self) -> str | None:
+        return self.media.name if self.media else None
 
 
 def _ranges(accept: str) -> list[tuple[str, float]]:

@@ -20,18 +20,18 @@ from ..base.http import MockRequest, MockResponse, is_json
 from ..base.json_values import MAX_DEPTH
 from ..fixtures.inference import infer
 from ..fixtures.loading import FixtureSet, load_fixtures
-from ..spec.index import Operation, SpecIndex, range_status
+from ..spec.index import Operation, SpecIndex
 from ..spec.secrets import Secrets
 from ..state import SESSION_TTL, STATE_TIMEOUT, Store, open_store, session_of
 from ..state.journal import Journal
 from . import startup
 from .answer_cache import AnswerCache
-from .answers import Answer, Answers, pick_media_type
+from .answers import Answer, Answers, pick_media_type, preferred_status
 from .auth import Authenticator, Caller, Token, bearer_token
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .front_door import FrontDoor
-from .negotiation import negotiate
+from .negotiation import Prefer
 from .pagination import CursorSealer
 from .request_validation import RequestValidator, ValidRequest
 from .response_validation import ContractViolation, check_response
@@ -82,16 +82,6 @@ class Resolved:
     errors: list[tuple[str, MockError]] = field(default_factory=list)
 
 
-def parse_prefer(header: str | None) -> dict[str, str]:
-    """RFC 7240: `Prefer: code=503, example=busy` (also `;`-separated, as Prism accepts)."""
-    result: dict[str, str] = {}
-    for part in re.split(r"[,;]", header or ""):
-        name, _, value = part.strip().partition("=")
-        if name:
-            result[name.strip().lower()] = value.strip().strip('"')
-    return result
-
-
 class Pipeline:
     def __init__(self, spec: SpecIndex, fixtures: FixtureSet, options: Options | None = None,
                  store: Store | None = None) -> None:
@@ -128,7 +118,8 @@ class Pipeline:
         self.xml = XmlWriter(spec.docs.resolve)
         # with written collections a key carries each one's version (a write makes the next read's key new); a
         # shared store would pay a round trip per collection for them, more than the answer costs: no cache there
-        self.kept = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
+        self.answer_cache = AnswerCache.of(spec, enabled=not (self.answers.live and self.store.shared))
+        self._no_prefer = Prefer(dynamic=self.options.dynamic)  # most requests send none: read it once
         self.coverage = CoverageModel(spec, self.router)
         self.secrets = Secrets(spec, self.answers.write_only)
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
@@ -218,8 +209,9 @@ class Pipeline:
             self.store.check()
             query, caller, valid = resolved.query, resolved.caller, resolved.valid
             assert caller is not None and valid is not None  # resolve raised otherwise
-            prefer = parse_prefer(request.header("prefer"))
-            if "code" in prefer and (preferred := self._preferred_error(op, prefer["code"])) is not None:
+            header = request.header("prefer")
+            prefer = self._no_prefer if header is None else Prefer.read(header, self.options.dynamic)
+            if prefer.code is not None and (preferred := self._preferred_error(op, prefer.code)) is not None:
                 raise preferred
             effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
                                            session)
@@ -244,19 +236,19 @@ class Pipeline:
         response.session = session
         return response
 
-    def _respond(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+    def _respond(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                  effect: Effect | None, request_id: str) -> MockResponse:
         """The answer of a request that passed every check, validated against the description; the same request
         again within a second is given the same answer (pipeline/answer_cache.py)."""
         key = None
-        if effect is None and not self._dynamic(prefer):
-            key = self.kept.key(op.id, request, ctx.caller.key, ctx.session,
-                                partial(self.answers.versions, ctx.session))
-            kept = self.kept.get(key) if key is not None else None
-            if kept is not None:
-                return MockResponse(kept.status, kept.body, kept.media_type,
-                                    {**kept.headers, self.request_id_header: request_id}, kept.source, op.id,
-                                    kept.payload)
+        if effect is None and not prefer.dynamic:
+            key = self.answer_cache.key(op.id, request, ctx.caller.key, ctx.session,
+                                        partial(self.answers.versions, ctx.session))
+            cached = self.answer_cache.get(key) if key is not None else None
+            if cached is not None:
+                return MockResponse(cached.status, cached.body, cached.media_type,
+                                    {**cached.headers, self.request_id_header: request_id}, cached.source, op.id,
+                                    cached.payload)
         answer = self._answer(op, ctx, prefer, request, effect)
         headers = {**self.declared_headers(op, answer.status), **answer.headers}
         if op.deprecated:
@@ -271,13 +263,8 @@ class Pipeline:
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
         if key is not None:
-            self.kept.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
+            self.answer_cache.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
-
-    def _dynamic(self, prefer: dict[str, str]) -> bool:
-        """Whether this request's answer is varied generated data (`Prefer: dynamic=true`, or `--dynamic`)."""
-        asked = prefer.get("dynamic", "").lower()
-        return asked == "true" if asked else self.options.dynamic
 
     def _gateway_answer(self, op: Operation, effect: Effect, request_id: str) -> MockResponse:
         """A scenario's answer with a status the description does not declare (a gateway's 502, a rate limiter's
@@ -331,11 +318,20 @@ class Pipeline:
             raise MockError(413, f"the request body is larger than {options.max_body} bytes",
                             code="payload-too-large", details={"limit": options.max_body})
 
-    def _answer(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
+    def _answer(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                 effect: Effect | None) -> Answer:
         """The answer, and for an XML media type its body written as XML along the response's schema (the
         payload stays the value the response check reads)."""
-        answer = self._pick(op, ctx, prefer, request, effect)
+        self.answers.check_rules(op, ctx)
+        if effect is not None and effect.status is not None:
+            declared = op.response(effect.status)
+            media = pick_media_type(declared.content) if declared else None
+            answer = Answer(effect.status, effect.body, media.name if media else None, "scenario",
+                            dict(effect.headers))
+        else:  # decided first, then built: a scenario's body is given
+            decision = self.answers.decide(op, ctx, prefer, request.header("accept"))
+            key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
+            answer = self.answers.build(op, ctx, decision, key)
         if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
             return answer
         response = op.response(answer.status)
@@ -344,40 +340,10 @@ class Pipeline:
         body = self.xml.write(answer.payload, schema.node if schema else None, schema.uri if schema else "")
         return dataclasses.replace(answer, body=body)
 
-    def _pick(self, op: Operation, ctx: Context, prefer: dict[str, str], request: MockRequest,
-              effect: Effect | None) -> Answer:
-        self.answers.check_rules(op, ctx)
-        if effect is not None and effect.status is not None:
-            declared = op.response(effect.status)
-            media = pick_media_type(declared.content) if declared else None
-            return Answer(effect.status, effect.body, media.name if media else None, "scenario",
-                          dict(effect.headers))
-        status = _preferred_status(op, prefer["code"]) if "code" in prefer else op.success_status
-        response = op.response(status)
-        media = negotiate(response.content, request.header("accept")) if response else None
-        if "example" in prefer:
-            answer = self.answers.from_example(op, media, prefer["example"], status)
-            if answer:
-                return answer
-        asked = prefer.get("dynamic", "").lower()
-        dynamic = self._dynamic(prefer)
-        # a request's own `Prefer: dynamic=true` skips fixtures and examples; `--dynamic` (no preference sent)
-        # skips the examples only: a fixture is what the user wrote for that operation (and where writes happen)
-        if asked != "true" and status == op.success_status:
-            answer = self.answers.from_fixture(op, ctx, media)
-            if answer:
-                return answer
-        if not dynamic:
-            answer = self.answers.from_example(op, media, status=status)
-            if answer:
-                return answer
-        key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
-        return self.answers.generated(op, media, key, status=status, static=not dynamic, request=ctx.request)
-
     def _preferred_error(self, op: Operation, code: str) -> MockError | None:
         """`Prefer: code=` of an error status: that error, in the envelope; of a success: None (`_answer` serves
         that response's example or generated body); of a status the operation does not declare: 400."""
-        status = _preferred_status(op, code)
+        status = preferred_status(op, code)
         if status < 400:
             return None
         message, details = self.scenarios.declared(op, status)
@@ -402,19 +368,6 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
-
-
-def _preferred_status(op: Operation, code: str) -> int:
-    """The status `Prefer: code=` asks for: any the operation declares, itself or through a range (`4XX`) or
-    `default`; a range asked for (`code=4XX`) is its first code. Anything else is a 400 listing what there is."""
-    upper = code.upper()
-    if re.fullmatch(r"[1-5]XX", upper) and upper in op.responses:
-        return range_status(upper)
-    if code.isdigit() and op.declares(int(code)):
-        return int(code)
-    declared = ", ".join(op.declared_statuses)
-    raise MockError(400, f"Prefer: code={code} is not a status {op.id} declares; it declares {declared}",
-                    details={"preferred": code, "declared": op.declared_statuses})
 
 
 def serialize(payload: Any, media_type: str | None) -> bytes:

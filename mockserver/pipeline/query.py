@@ -10,6 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..fixtures.loading import Collection
 from .pagination import CursorSealer
@@ -105,7 +106,7 @@ class ListQuery:
         served = [collection.public(item) for item in ordered]
         self.entries = [Entry(rank, item, public, to_json(public))
                         for rank, (item, public) in enumerate(zip(ordered, served))]
-        self._selected: dict[str, list[Entry]] = {}
+        self._selected: BoundedCache[str, list[Entry]] = BoundedCache(SELECT_CACHE_SIZE)
         self._pages: dict[tuple[Any, ...], Page] = {}  # made this second (a cursor is sealed per second)
         self._pages_second = 0
         self._prefix = b"{" + to_json(self.items_field) + b":["
@@ -130,13 +131,10 @@ class ListQuery:
     def select(self, ctx: Context, key: str, source: Source | None = None) -> list[Entry]:
         """The items this request lists, in order, before paging. The data does not change while it is served
         (a written collection's `source` names its version), so the answer for the same request values and
-        caller is kept (bounded)."""
+        caller is cached."""
         found = self._selected.get(key)
         if found is None:
-            found = self._select(ctx, self.entries if source is None else source.entries)
-            if len(self._selected) >= SELECT_CACHE_SIZE:
-                self._selected.clear()
-            self._selected[key] = found
+            found = self._selected.put(key, self._select(ctx, self.entries if source is None else source.entries))
         return found
 
     def _select(self, ctx: Context, entries: list[Entry]) -> list[Entry]:

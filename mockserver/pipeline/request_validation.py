@@ -11,6 +11,7 @@ from email.policy import HTTP
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..base.http import MockRequest, is_json, parse_query
 from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
@@ -173,7 +174,7 @@ class RequestValidator:
             self._by_location[param.spec.location][key] = param
             if param.spec.has_default:
                 self._defaults[param.spec.location][key] = param.spec.default
-        self._seen: dict[tuple[int, tuple[str, ...]], tuple[Any, list[Violation]]] = {}
+        self._seen: BoundedCache[tuple[int, tuple[str, ...]], tuple[Any, list[Violation]]] = BoundedCache(_SEEN_SIZE)
         self._form_readings = {name: _form_readings(media, resolve) for name, media in
                                (op.request_body.content.items() if op.request_body else ())
                                if name in ("application/x-www-form-urlencoded", "multipart/form-data")}
@@ -232,14 +233,11 @@ class RequestValidator:
         return [f"{key}={values[-1]}" for key, values in found] or None
 
     def _checked(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:
-        """The parsed value and its violations; the same raw value gets the same answer, so it is kept (bounded)."""
+        """The parsed value and its violations; the same raw value gets the same answer, so it is cached."""
         key = (id(param), tuple(raw))
         found = self._seen.get(key)
         if found is None:
-            found = self._check(param, raw)
-            if len(self._seen) >= _SEEN_SIZE:
-                self._seen.clear()
-            self._seen[key] = found
+            found = self._seen.put(key, self._check(param, raw))
         return found
 
     def _check(self, param: _Param, raw: list[str]) -> tuple[Any, list[Violation]]:
@@ -310,7 +308,7 @@ class RequestValidator:
                             details={"contentType": content_type, "accepted": list(body.content)})
         if is_json(media.name):
             try:
-                value = parse_json(request.body, self.max_depth)
+                value = request.json = parse_json(request.body, self.max_depth)
             except JsonRefused as exc:
                 violations.append(Violation("body", "body", exc.pointer, exc.rule, exc.message))
                 return None

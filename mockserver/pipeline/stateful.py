@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..base.json_values import find_unservable, unservable_message
 from ..fixtures.loading import Collection
@@ -41,7 +42,7 @@ from .rules import Context, Filter
 log = logging.getLogger("mockserver")
 GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
-VIEWS_KEPT = 1024  # scopes whose view of a collection is kept; beyond, they are built again
+VIEWS_CACHE_SIZE = 1024  # scopes whose view of a collection is cached; beyond, they are built again
 _NOT_KNOWN = ""  # no version of the store's is ever "": asks for the rows whatever they are
 
 Schema = tuple[Any, str]  # a schema node and its URI
@@ -125,7 +126,7 @@ class LiveCollection:
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
     _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
-    _views: dict[str | None, View] = field(default_factory=dict)
+    _views: BoundedCache[str | None, View] = field(default_factory=lambda: BoundedCache(VIEWS_CACHE_SIZE))
 
     @property
     def name(self) -> str:
@@ -206,7 +207,7 @@ class LiveCollection:
 
     def written(self, scope: str | None, view: View, updates: Mapping[str, dict[str, Any] | None],
                 rows: Rows) -> None:
-        """Keep the view after a write, made from the one the write started from: only the items it changed
+        """Cache the view after a write, made from the one the write started from: only the items it changed
         are served and placed again, so a write costs no full rebuild."""
         items, served, made = dict(view.items), dict(view.served), dict(view.made)
         entries = {op_id: list(es) for op_id, es in view.entries.items()}
@@ -225,20 +226,15 @@ class LiveCollection:
             for op_id, es in entries.items():
                 insort(es, entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]),
                        key=lambda e: e.rank)
-        self._keep(scope, View(rows.version, rows.rows, items, served, entries, made))
-
-    def _keep(self, scope: str | None, view: View) -> None:
-        if len(self._views) >= VIEWS_KEPT:
-            self._views.clear()
-        self._views[scope] = view
+        self._views.put(scope, View(rows.version, rows.rows, items, served, entries, made))
 
     # -- reading ---------------------------------------------------------------------------------------------
     def view(self, store: Store, scope: str | None) -> View:
-        kept = self._views.get(scope)
-        rows = store.live(scope, self.name, kept.version if kept else _NOT_KNOWN)
+        cached = self._views.get(scope)
+        rows = store.live(scope, self.name, cached.version if cached else _NOT_KNOWN)
         if rows is None:
-            assert kept is not None
-            return kept
+            assert cached is not None
+            return cached
         return self.current(scope, rows)
 
     def source(self, store: Store, scope: str | None, op_id: str) -> Source:
@@ -246,14 +242,12 @@ class LiveCollection:
         return Source(scope or "", f"{scope or ''}|{view.version}", view.entries[op_id])
 
     def current(self, scope: str | None, rows: Rows) -> View:
-        """The view of these rows: the one kept for the scope when it is of their version (a write right after
+        """The view of these rows: the one cached for the scope when it is of their version (a write right after
         a read builds nothing)."""
-        kept = self._views.get(scope)
-        if kept is not None and kept.version == rows.version:
-            return kept
-        view = self.build(rows, kept)
-        self._keep(scope, view)
-        return view
+        cached = self._views.get(scope)
+        if cached is not None and cached.version == rows.version:
+            return cached
+        return self._views.put(scope, self.build(rows, cached))
 
     def build(self, rows: Rows, previous: View | None = None) -> View:
         """The view of the rows; an item written the same in `previous` keeps its served form and JSON."""

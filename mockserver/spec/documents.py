@@ -36,7 +36,7 @@ _PARSED_BY = f"{sys.version}|{yaml.__version__}|{_BaseLoader.__name__}|{_READER}
 # or the stack: the deepest description of the corpus (openai's) nests 22 levels, its largest YAML file (openai's,
 # 3 MB) has 110,000 nodes. A YAML alias counts as all the nodes it stands for: a 1 kB "billion laughs" expands to
 # a billion values when read.
-MAX_DEPTH = 64
+MAX_FILE_DEPTH = 64
 MAX_NODES = 1_000_000
 
 
@@ -98,7 +98,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _measure(root: yaml.Node, path: Path) -> None:
-    """Refuse a file `_build` would expand past MAX_NODES or MAX_DEPTH, or an alias inside the node it names (it
+    """Refuse a file `_build` would expand past MAX_NODES or MAX_FILE_DEPTH, or an alias inside the node it names (it
     would never end), before anything is built: a walk of the distinct collections, each alias weighted by the size
     of what it names (kept per node), so a bomb costs as little as its text."""
     size: dict[int, int] = {}  # of each collection walked (a scalar is 1)
@@ -116,11 +116,11 @@ def _measure(root: yaml.Node, path: Path) -> None:
             if total > MAX_NODES:
                 raise _too_big(path, node, f"expands to more than {MAX_NODES:,} values (YAML aliases count for "
                                            "every node they repeat)", "size")
-            if level + tall - 1 > MAX_DEPTH:
-                raise _too_big(path, node, f"nested deeper than {MAX_DEPTH} levels", "depth")
+            if level + tall - 1 > MAX_FILE_DEPTH:
+                raise _too_big(path, node, f"nested deeper than {MAX_FILE_DEPTH} levels", "depth")
         elif key in size:  # an alias to a collection walked before
-            if level + height[key] - 1 > MAX_DEPTH:
-                raise _too_big(path, node, f"nested deeper than {MAX_DEPTH} levels", "depth")
+            if level + height[key] - 1 > MAX_FILE_DEPTH:
+                raise _too_big(path, node, f"nested deeper than {MAX_FILE_DEPTH} levels", "depth")
         elif key in inside:
             raise _too_big(path, node, "an alias names a node that contains it: it would never end", "alias")
         else:
@@ -236,8 +236,8 @@ def _read_json(path: Path, text: str) -> Document:
 
     try:
         data = json.loads(text, object_pairs_hook=no_duplicates)
-    except RecursionError:  # nested thousands deep: the parser gives up before MAX_DEPTH is checked
-        raise LoadError([Problem(str(path), "", f"nested deeper than {MAX_DEPTH} levels", "depth")]) from None
+    except RecursionError:  # nested thousands deep: the parser gives up before MAX_FILE_DEPTH is checked
+        raise LoadError([Problem(str(path), "", f"nested deeper than {MAX_FILE_DEPTH} levels", "depth")]) from None
     except json.JSONDecodeError as exc:
         raise LoadError([Problem(str(path), "", f"not valid JSON: {exc.msg} (column {exc.colno})", "syntax",
                                  exc.lineno)]) from None
@@ -245,8 +245,8 @@ def _read_json(path: Path, text: str) -> Document:
         raise LoadError([Problem(str(path), "", str(exc), "duplicate-key")]) from None
     except ValueError as exc:  # an integer longer than Python reads
         raise LoadError([Problem(str(path), "", f"a value Python cannot read: {exc}", "number")]) from None
-    if _deeper_than(data, MAX_DEPTH):
-        raise LoadError([Problem(str(path), "", f"nested deeper than {MAX_DEPTH} levels", "depth")])
+    if _deeper_than(data, MAX_FILE_DEPTH):
+        raise LoadError([Problem(str(path), "", f"nested deeper than {MAX_FILE_DEPTH} levels", "depth")])
     return Document(path, data, {})
 
 

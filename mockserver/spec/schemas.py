@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from ..base.memo import kept
+from ..base.bounded import BoundedCache
 from ..base.pointers import pointer_join
 from .documents import DocumentSet
 
@@ -127,7 +127,7 @@ _REQUIRED = Draft202012Validator.VALIDATORS["required"]
 _ONE_OF = Draft202012Validator.VALIDATORS["oneOf"]
 _ANY_OF = Draft202012Validator.VALIDATORS["anyOf"]
 _SCALARS = (str, int, float, bool, type(None))
-_BRANCH_FACTS = 65536  # branches whose facts are kept (each entry holds its branch, so its id is never reused)
+_BRANCH_FACTS = 65536  # branches whose facts are cached (each entry holds its branch, so its id is never reused)
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class _Facts:
     properties: tuple[tuple[str, frozenset[tuple[str, Any]]], ...] = ()
 
 
-_facts: dict[int, tuple[Any, _Facts]] = {}
+_facts: BoundedCache[int, tuple[Any, _Facts]] = BoundedCache(_BRANCH_FACTS)
 
 
 def _scalar_key(value: Any) -> tuple[str, Any] | None:
@@ -165,8 +165,8 @@ def _and(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] |
 
 
 def _branch_facts(validator: Any, branch: Any) -> _Facts:
-    """A branch's facts, found once per branch and kept."""
-    return kept(_facts, id(branch), lambda: (branch, _found_facts(validator, branch)), _BRANCH_FACTS)[1]
+    """A branch's facts, found once per branch and cached."""
+    return _facts.made(id(branch), lambda: (branch, _found_facts(validator, branch)))[1]
 
 
 def _found_facts(validator: Any, branch: Any) -> _Facts:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus
 
-from ..base.http import MockRequest, is_json, parse_query
+from ..base.http import UNREAD, MockRequest, is_json, parse_query
 from ..base.json_values import parse_json
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Secrets:
         if not data:
             return data
         schemas = self._requests.get(operation_id or "")
-        return self._body(data, request.header("content-type"), schemas, always=False)
+        return self._body(data, request.header("content-type"), schemas, always=False, read=request.json)
 
     def response_body(self, data: bytes, media_type: str | None, operation_id: str | None, status: int,
                       foreign: bool) -> bytes:
@@ -148,7 +148,8 @@ class Secrets:
         return next((responses[k] for k in (code, f"{code[0]}XX", "default") if k in responses), None)
 
     def _body(self, data: bytes, media_type: str | None, schemas: dict[str, Schema] | None, *,
-              always: bool) -> bytes:
+              always: bool, read: Any = UNREAD) -> bytes:
+        """`data` as kept; `read` is its JSON value when the request path read it already."""
         kind = "json" if is_json(media_type) else "form" if (media_type or "").split(";")[0].strip() == _FORM \
             else None
         if kind is None:
@@ -159,7 +160,7 @@ class Secrets:
         if kind == "form":
             return self._form(data, schema)
         try:
-            value = parse_json(data)
+            value = parse_json(data) if read is UNREAD else read
         except ValueError:
             return data  # not JSON after all, or JSON the request path refused (too deep, NaN, …): kept as it is
         if schema is not None:

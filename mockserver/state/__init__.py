@@ -1,5 +1,6 @@
 """Runtime state: what the mock remembers while it serves (the scenarios set at run time and their counts, the
-request journal, coverage counts, sessions, the cursor secret), behind one small interface, `Store`.
+request journal, coverage counts, sessions, the proxy's drift counts, the cursor secret), behind one small
+interface, `Store`.
 
 Two backends live beside it: `memory` (one process; the default) and `redis_store` (every worker and replica
 sharing one Redis). The request path reads a local copy of the scenarios (no round trip unless a scenario
@@ -23,6 +24,7 @@ SESSION_COOKIE = "mock_session"
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 SESSION_TTL = 3600.0  # seconds a session may stay idle (no call, no control request) before it is forgotten
 COUNTED_KINDS = 20_000  # distinct calls counted for coverage per scope; beyond, only a number
+DRIFT_KINDS = 1000  # distinct kinds of drift counted with their first example; beyond, only a number (`overflow`)
 STATE_TIMEOUT = 1.0  # seconds a call to a shared store may wait for an answer (--state-timeout)
 
 
@@ -141,6 +143,18 @@ class RowsUpdate:
 RowsChange = Callable[[Rows], RowsUpdate]
 
 
+@dataclass(frozen=True)
+class DriftCounts:
+    """The proxy's drift counts (`mockserver proxy`): exchanges checked, those with a violation, new kinds past
+    DRIFT_KINDS counted only as a number, and each kind's count with its row as first seen (opaque JSON to the
+    store)."""
+
+    exchanges: int = 0
+    drifting: int = 0
+    overflow: int = 0
+    kinds: Mapping[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
+
+
 class Store(ABC):
     """Where runtime state lives. `session` arguments: None means the whole mock (every call, every session),
     a name means that session only."""
@@ -212,6 +226,20 @@ class Store(ABC):
     def clear(self, session: str | None) -> None:
         """Empty the journal and the coverage counts (of one session, or all of them)."""
 
+    # -- drift (mockserver proxy) ------------------------------------------------------------------------------
+    @abstractmethod
+    def count_drift(self, kinds: Mapping[str, dict[str, Any]]) -> None:
+        """Count one exchange the proxy checked: `kinds` are its violations' kinds, each once, with the row to show
+        for a kind first seen; the caller does not wait for it."""
+
+    @abstractmethod
+    def drift(self) -> DriftCounts:
+        """The drift counted so far by every process (after `sync`)."""
+
+    @abstractmethod
+    def clear_drift(self) -> None:
+        """Forget the drift counted so far."""
+
     # -- collections written at run time (stateful mode) ----------------------------------------------------
     @abstractmethod
     def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
@@ -252,11 +280,12 @@ class Store(ABC):
 
     def reset(self) -> None:
         """Everything, everywhere: no scenario set at run time, the fixtures' back with fresh counts, an empty
-        journal and coverage, no session, no write (the fixtures' collections as they are in the files)."""
+        journal and coverage, no session, no write (the fixtures' collections as they are in the files), no drift."""
         self.sync()
         self.change_book(lambda book, _: book.next((), ()))
         self.forget_counts(None)
         self.clear(None)
+        self.clear_drift()
         self.forget_live(None)
         for session in self.sessions():
             self._untrack(session)

@@ -8,27 +8,57 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
-from . import COUNTED_KINDS, Book, BookChange, Rows, RowsChange, Store
+from . import COUNTED_KINDS, DRIFT_KINDS, Book, BookChange, DriftCounts, Rows, RowsChange, Store
 from .records import Call, Entry
 
 _SWEEP_EVERY = 30.0  # seconds between looks for idle sessions (at most; sooner with a short session TTL)
+K = TypeVar("K", bound=Hashable)
 
 
-class _Calls:
-    """One scope's coverage counts: every call, up to COUNTED_KINDS distinct ones."""
+class _Counts(Generic[K]):
+    """Counts of up to `kinds` distinct keys (one scope's calls for coverage, the drift's kinds); a new key past
+    them is counted only as a number (`uncounted`)."""
+
+    def __init__(self, kinds: int) -> None:
+        self.counts: Counter[K] = Counter()
+        self.uncounted = 0
+        self._kinds = kinds
+
+    def add(self, key: K) -> bool:
+        """Count `key`; False when it was counted only as a number."""
+        if key in self.counts or len(self.counts) < self._kinds:
+            self.counts[key] += 1
+            return True
+        self.uncounted += 1
+        return False
+
+
+class _Calls(_Counts[Call]):
+    def __init__(self) -> None:
+        super().__init__(COUNTED_KINDS)
+
+
+class _Drift:
+    """The proxy's drift counts (see `DriftCounts`)."""
 
     def __init__(self) -> None:
-        self.counts: Counter[Call] = Counter()
-        self.uncounted = 0
+        self.exchanges = self.drifting = 0
+        self.kinds: _Counts[str] = _Counts(DRIFT_KINDS)
+        self.rows: dict[str, dict[str, Any]] = {}
 
-    def add(self, call: Call) -> None:
-        if call in self.counts or len(self.counts) < COUNTED_KINDS:
-            self.counts[call] += 1
-        else:
-            self.uncounted += 1
+    def add(self, kinds: Mapping[str, dict[str, Any]]) -> None:
+        self.exchanges += 1
+        self.drifting += bool(kinds)
+        for kind, row in kinds.items():
+            if self.kinds.add(kind):
+                self.rows.setdefault(kind, row)
+
+    def counts(self) -> DriftCounts:
+        return DriftCounts(self.exchanges, self.drifting, self.kinds.uncounted,
+                           {kind: (self.rows[kind], n) for kind, n in self.kinds.counts.items()})
 
 
 class MemoryStore(Store):
@@ -51,6 +81,7 @@ class MemoryStore(Store):
         self._next_sweep = time.monotonic() + min(_SWEEP_EVERY, session_ttl / 2)
         self._secret = secrets.token_hex(32)  # per process, kept across reloads
         self._live: dict[tuple[str | None, str], Rows] = {}
+        self._drift = _Drift()
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "memory", "shared": False, "available": True, "sessionTtl": self._ttl}
@@ -158,6 +189,18 @@ class MemoryStore(Store):
             else:
                 self._session_journals.pop(session, None)
                 self._session_calls.pop(session, None)
+
+    def count_drift(self, kinds: Mapping[str, dict[str, Any]]) -> None:
+        with self._lock:
+            self._drift.add(kinds)
+
+    def drift(self) -> DriftCounts:
+        with self._lock:
+            return self._drift.counts()
+
+    def clear_drift(self) -> None:
+        with self._lock:
+            self._drift = _Drift()
 
     def touch(self, session: str) -> None:
         with self._lock:

@@ -6,8 +6,9 @@ What each piece costs on the request path, and why:
   change, so the next call on any replica sees it. A request that matches no scenario makes no round trip.
 - a matching scenario is counted by a Lua script (read, compare, increment in one step), so `times: N` fires
   exactly N times across every process.
-- journal entries and coverage counts are queued and written by a background thread in batches (a stream
-  with a length cap per scope, a hash of counts); a reader first asks every process to write what it queued.
+- journal entries, coverage counts and the proxy's drift counts are queued and written by a background thread in
+  batches (a stream with a length cap per scope, hashes of counts); a reader first asks every process to write
+  what it queued.
 - every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
   answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
   noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API
@@ -28,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -37,7 +38,19 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..base.errors import MockError
-from . import COUNTED_KINDS, STATE_TIMEOUT, Book, BookChange, Rows, RowsChange, StateError, Store, unavailable
+from . import (
+    COUNTED_KINDS,
+    DRIFT_KINDS,
+    STATE_TIMEOUT,
+    Book,
+    BookChange,
+    DriftCounts,
+    Rows,
+    RowsChange,
+    StateError,
+    Store,
+    unavailable,
+)
 from .records import Call, Entry
 
 log = logging.getLogger("mockserver.state")
@@ -49,6 +62,8 @@ SWEEP_EVERY_S = 30.0
 RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second
 PING_EVERY_S = 0.5  # how often the listener asks Redis whether it answers: a frozen Redis sends nothing to notice
 BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent again after a timeout counts once
+# what the writer queues: a call (journal entry, coverage call, session) or one exchange's drift kinds
+Queued = tuple[Entry, Call, str | None] | Mapping[str, dict[str, Any]]
 
 # the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
 _HIT = """
@@ -82,6 +97,30 @@ for i = 7, #ARGV, 3 do
     count(p .. 'calls|' .. session, session, call)
     redis.call('ZADD', p .. 'sessions', now, session)
   end
+end
+return 1
+"""
+
+# a batch of exchanges the proxy checked: each counted, and each of its kinds of drift (a count and the row first
+# seen) up to a cap of kinds; written once per token, like the journal's batches
+_DRIFT = """
+local p, cap, token, kept = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+if not redis.call('SET', p .. 'batch|' .. token, 1, 'NX', 'EX', kept) then return 0 end
+local counts, rows, totals = p .. 'drift', p .. 'drift-rows', p .. 'drift-totals'
+local i = 5
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call('HINCRBY', totals, 'exchanges', 1)
+  if n > 0 then redis.call('HINCRBY', totals, 'drifting', 1) end
+  for j = i + 1, i + 2 * n, 2 do
+    if redis.call('HEXISTS', counts, ARGV[j]) == 1 or redis.call('HLEN', counts) < cap then
+      redis.call('HINCRBY', counts, ARGV[j], 1)
+      redis.call('HSETNX', rows, ARGV[j], ARGV[j + 1])
+    else
+      redis.call('HINCRBY', totals, 'overflow', 1)
+    end
+  end
+  i = i + 1 + 2 * n
 end
 return 1
 """
@@ -156,6 +195,7 @@ class RedisStore(Store):
             self._redis.ping()
             self._hit = self._redis.register_script(_HIT)
             self._append = self._redis.register_script(_APPEND)
+            self._count_drift = self._redis.register_script(_DRIFT)
             self._book = self._read_book()
             self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
             self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
@@ -195,7 +235,7 @@ class RedisStore(Store):
                 return
             self._cond = threading.Condition()
             # the oldest entries go first when Redis is away long enough to fill it
-            self._queue: deque[tuple[Entry, Call, str | None]] = deque(maxlen=QUEUE_LIMIT)
+            self._queue: deque[Queued] = deque(maxlen=QUEUE_LIMIT)
             self._in_flight = 0
             self._dropped = 0
             self._ready = threading.Event()  # set once the listener subscribed, or found Redis away
@@ -296,22 +336,20 @@ class RedisStore(Store):
                     return
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
                 self._in_flight = len(batch)
-            args: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
-            for entry, call, session in batch:
-                args += [session or "", _entry_bytes(entry), _call_json(call)]
-            refused = False
-            while True:
-                try:
-                    self._append(args=args)
-                    break
-                except redis.RedisError as exc:
-                    self._lost(exc)
-                    if not refused and not isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-                        log.error("Redis at %s refuses the journal: %s; trying again every 0.5 s", self._shown, exc)
-                    refused = True
-                    if self._closed:  # lost, and said so by _flush_at_exit
-                        break
-                    time.sleep(0.5)
+            calls: list[Any] = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
+            drift: list[Any] = [self._prefix, DRIFT_KINDS, uuid.uuid4().hex, BATCH_KEPT_S]
+            for item in batch:
+                if isinstance(item, tuple):
+                    entry, call, session = item
+                    calls += [session or "", _entry_bytes(entry), _call_json(call)]
+                else:
+                    drift.append(len(item))
+                    for kind, row in item.items():
+                        drift += [kind, json.dumps(row, separators=(",", ":"))]
+            if len(calls) > 6:
+                self._send(self._append, calls)
+            if len(drift) > 4:
+                self._send(self._count_drift, drift)
             with self._cond:
                 if self._dropped:
                     log.warning("Redis at %s takes the journal again: %d entries were dropped while it was away",
@@ -319,6 +357,22 @@ class RedisStore(Store):
                     self._dropped = 0
                 self._in_flight = 0
                 self._cond.notify_all()
+
+    def _send(self, script: Any, args: list[Any]) -> None:
+        """Run a batch's script until Redis takes it (or the store closes), trying again every half second."""
+        refused = False
+        while True:
+            try:
+                script(args=args)
+                return
+            except redis.RedisError as exc:
+                self._lost(exc)
+                if not refused and not isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+                    log.error("Redis at %s refuses the journal: %s; trying again every 0.5 s", self._shown, exc)
+                refused = True
+                if self._closed:  # lost, and said so by _flush_at_exit
+                    return
+                time.sleep(0.5)
 
     def _flush_local(self, timeout: float) -> None:
         if self._pid != os.getpid():
@@ -421,6 +475,12 @@ class RedisStore(Store):
             self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
 
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
+        self._enqueue((entry, call, session))
+
+    def count_drift(self, kinds: Mapping[str, dict[str, Any]]) -> None:
+        self._enqueue(kinds)
+
+    def _enqueue(self, item: Queued) -> None:
         self._ensure_threads()
         with self._cond:
             # full, the deque drops the oldest: said once here, counted, and said with the count when Redis takes
@@ -430,7 +490,7 @@ class RedisStore(Store):
                     log.error("Redis at %s away too long: %d journal entries queued, the oldest are dropped "
                               "until it answers", self._shown, self._queue.maxlen)
                 self._dropped += 1
-            self._queue.append((entry, call, session))
+            self._queue.append(item)
             self._cond.notify()
 
     def sync(self) -> None:
@@ -458,6 +518,16 @@ class RedisStore(Store):
         scoped = [self._k(f"{kind}|{s}") for s in self.sessions() for kind in ("journal", "calls")]
         self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
                                                  *scoped))
+
+    def drift(self) -> DriftCounts:
+        counts, rows, totals = self._guarded(lambda: self._redis.pipeline().hgetall(self._k("drift")).hgetall(
+            self._k("drift-rows")).hgetall(self._k("drift-totals")).execute())
+        return DriftCounts(int(totals.get(b"exchanges", 0)), int(totals.get(b"drifting", 0)),
+                           int(totals.get(b"overflow", 0)),
+                           {kind.decode(): (json.loads(rows[kind]), int(n)) for kind, n in counts.items()})
+
+    def clear_drift(self) -> None:
+        self._guarded(lambda: self._redis.delete(self._k("drift"), self._k("drift-rows"), self._k("drift-totals")))
 
     # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON, `n:<name>` a
     # counter); `live-keys` lists the hashes so a reset finds them without scanning the keyspace

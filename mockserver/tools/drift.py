@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,8 +20,8 @@ from ..spec.schemas import instance_pointer, iter_errors
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
     from ..spec.secrets import Secrets
+    from ..state import Store
 
-MAX_ROWS = 1000  # distinct (operation, status, place, rule) kept; the rest are only counted
 _INDEX = re.compile(r"/\d+(?=/|$)")
 _ROUTE_RULES = {404: ("/path", "path"), 405: ("/method", "method")}
 
@@ -140,59 +139,24 @@ def _header_violations(op: Operation, status: int, exchange: Exchange) -> list[V
             for header, error in header_problems(response, exchange.header)]
 
 
-@dataclass
-class _Row:
-    operation: str | None
-    method: str
-    path: str
-    status: int
-    violation: Violation
-    example: dict[str, Any]
-    count: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        v = self.violation
-        return {"operationId": self.operation, "method": self.method, "path": self.path, "status": self.status,
-                "in": v.side, "pointer": v.place, "rule": v.rule, "count": self.count, "example": self.example}
-
-
 class DriftLog:
-    """Violations counted by (operation, status, side, place, rule), each with its first example; thread-safe,
-    bounded (MAX_ROWS rows; further new kinds are counted in `overflow`)."""
+    """Violations counted by (operation, status, side, place, rule), each kind with its first example. The counts
+    live in the state store (`Store.count_drift`), so every worker and replica of a proxy sharing one adds to the
+    same report; the store bounds them (`state.DRIFT_KINDS` kinds; further new kinds are counted in `overflow`)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.clear()
-
-    def clear(self) -> None:
-        with self._lock:
-            self._rows: dict[tuple[Any, ...], _Row] = {}
-            self._exchanges = 0
-            self._drifting = 0
-            self._overflow = 0
-
-    def add(self, exchange: Exchange, secrets: Secrets) -> None:
+    def add(self, exchange: Exchange, store: Store, secrets: Secrets) -> None:
         """Count one exchange; a breach repeated inside it (every item of a page) counts once. Its example shows
         the query with its credentials masked (`secrets`)."""
         op = exchange.operation
         method, path = exchange.request.method, op.path if op else exchange.request.path
-        with self._lock:
-            self._exchanges += 1
-            self._drifting += bool(exchange.violations)
-            seen = set()
-            for v in exchange.violations:
-                key = (op.id if op else None, method, path, exchange.status, v.side, v.place, v.rule)
-                if key in seen:
-                    continue
-                seen.add(key)
-                row = self._rows.get(key)
-                if row is None:
-                    if len(self._rows) >= MAX_ROWS:
-                        self._overflow += 1
-                        continue
-                    row = self._rows[key] = _Row(key[0], method, path, exchange.status, v,
-                                                 self._example(exchange, v, secrets))
-                row.count += 1
+        kinds: dict[str, dict[str, Any]] = {}
+        for v in exchange.violations:
+            kind = json.dumps([op.id if op else None, method, path, exchange.status, v.side, v.place, v.rule])
+            if kind not in kinds:
+                kinds[kind] = {"operationId": op.id if op else None, "method": method, "path": path,
+                               "status": exchange.status, "in": v.side, "pointer": v.place, "rule": v.rule,
+                               "example": self._example(exchange, v, secrets)}
+        store.count_drift(kinds)
 
     @staticmethod
     def _example(exchange: Exchange, v: Violation, secrets: Secrets) -> dict[str, Any]:
@@ -202,9 +166,18 @@ class DriftLog:
                 "requestId": exchange.request_id,
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
-    def summary(self) -> dict[str, Any]:
+    @staticmethod
+    def summary(store: Store) -> dict[str, Any]:
         """What GET /__mock/drift answers: totals, then one row per kind of violation, most frequent first."""
-        with self._lock:
-            rows = sorted(self._rows.values(), key=lambda r: -r.count)
-            return {"exchanges": self._exchanges, "drifting": self._drifting, "overflow": self._overflow,
-                    "violations": [r.as_dict() for r in rows]}
+        store.sync()
+        counts = store.drift()
+        rows = sorted(counts.kinds.values(), key=lambda row: -row[1])
+        return {"exchanges": counts.exchanges, "drifting": counts.drifting, "overflow": counts.overflow,
+                "violations": [{**{k: v for k, v in row.items() if k != "example"}, "count": n,
+                                "example": row["example"]} for row, n in rows]}
+
+    @staticmethod
+    def clear(store: Store) -> None:
+        """Forget the drift counted so far, by every process."""
+        store.sync()
+        store.clear_drift()

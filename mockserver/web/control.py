@@ -165,8 +165,6 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
         session = session_param(pipeline)
         if session is None:
             pipeline.store.reset()
-            if drift is not None:
-                drift.clear()
         else:
             pipeline.store.sync()
             pipeline.store.forget(session)
@@ -175,11 +173,11 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
     if drift is not None:
         @bp.get("/drift")
         def drift_summary() -> Response:
-            return ok(drift.summary())
+            return ok(drift.summary(current().store))
 
         @bp.delete("/drift")
         def clear_drift() -> Response:
-            drift.clear()
+            drift.clear(current().store)
             return ok({"cleared": True})
 
     @bp.route("/<path:anything>", methods=_METHODS)

@@ -77,7 +77,7 @@ class Proxy:
         if status == 501 and self.fallback:
             return self._unanswered(pipeline, request, Unanswered(501, "the target answered 501 Not Implemented"))
         exchange = check(pipeline, request, status, headers, body)
-        self.drift.add(exchange, pipeline.secrets)
+        self.drift.add(exchange, pipeline.store, pipeline.secrets)
         if exchange.violations:
             first = exchange.violations[0]
             log.warning("DRIFT %s %s -> %d: %d violation(s), first: %s %s %s: %s", request.method, request.path,

@@ -79,8 +79,8 @@ def test_a_kept_answer_is_made_again_once_its_second_is_over(client, monkeypatch
 def test_the_kept_answers_stay_within_their_bounds(client, monkeypatch):
     """However many different reads a worker serves, what it keeps is bounded (SIZE answers, MAX_BYTES of bodies)."""
     monkeypatch.setattr(answer_cache, "MAX_BYTES", 20_000)
-    kept = pipeline_of(client.application).kept
+    kept = pipeline_of(client.application).answer_cache
     for limit in range(1, 40):
         assert client.get(f"/v1/test-sets?limit={limit}", headers=DEMO).status_code == 200
-        assert kept._bytes <= 20_000 and sum(len(k.body) for k in kept._kept.values()) == kept._bytes
-    assert 0 < len(kept._kept) < 39
+        assert kept._bytes <= 20_000 and sum(len(k.body) for k in kept._answers.values()) == kept._bytes
+    assert 0 < len(kept._answers) < 39

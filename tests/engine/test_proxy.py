@@ -3,16 +3,18 @@ import http.client
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from werkzeug.test import Client
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, body, free_port
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, body, free_port, serving
 from mockserver import create_app
+from mockserver.cli import main
 from mockserver.pipeline.pipeline import Pipeline
 from mockserver.web.app import MockWSGI
 from mockserver.web.proxy import Proxy
-from stand_ins import Served, drifting, not_implemented
+from stand_ins import Served, drifting, get, not_implemented
 
 CASES = f"/v1/agents/acme.drafting/test-set/cases?projectId={SAMPLE_PROJECT}"
 
@@ -189,3 +191,29 @@ def test_the_command_on_granian_forwards_only_what_the_target_should_see(recorde
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.slow
+def test_two_workers_on_one_redis_count_drift_together(kindgi_app, redis_url):
+    """Each worker adds to the counts in the store, so every call of /__mock/drift, whichever worker answers it,
+    is the same whole report."""
+    target = Served(drifting(kindgi_app))
+    with serving("--target", target.url, "--workers", "2", "--state", redis_url, "--log-level", "warning",
+                 command="proxy") as (_, port):
+        url = f"http://127.0.0.1:{port}"
+        assert [get(url, "/v1/test-sets?limit=5")[0] for _ in range(8)] == [200] * 8  # a connection each
+        reports = [get(url, "/__mock/drift")[2] for _ in range(6)]
+        reset = urllib.request.Request(url + "/__mock/reset", b"{}", {"Content-Type": "application/json"})
+        urllib.request.urlopen(reset, timeout=10).close()
+        assert [get(url, "/__mock/drift")[2]["exchanges"] for _ in range(4)] == [0] * 4  # a reset forgets it all
+    assert all(report == reports[0] for report in reports)
+    assert (reports[0]["exchanges"], reports[0]["drifting"]) == (8, 8)
+    assert {row["pointer"]: row["count"] for row in reports[0]["violations"]} == {
+        "/body/data/*/kind": 8, "/headers/X-Request-Id": 8}
+    target.stop()
+
+
+def test_two_proxy_workers_without_a_shared_store_are_refused(capsys):
+    assert main(["proxy", "--target", "http://127.0.0.1:9", "--port", str(free_port()), "--workers", "2"]) == 2
+    said = capsys.readouterr().err
+    assert "--state redis://" in said and "drift counts" in said and len(said.strip().splitlines()) == 1

@@ -81,6 +81,19 @@ def test_no_credential_or_write_only_value_reaches_the_journal_and_answers_are_u
     assert json.loads(basic["responseBody"]) == {"user": "ada", "token": "[masked]"}
 
 
+def test_a_body_nested_deeper_than_the_default_limit_is_masked_as_the_mock_read_it():
+    """With --max-depth raised, a body the request path reads is masked in the journal from that very value (the
+    journal does not read it again under another limit and keep it as sent)."""
+    client = create_app(SPEC, max_depth=400).test_client()
+    deep: Any = "end"
+    for _ in range(300):
+        deep = [deep]
+    answer = client.post("/accounts", json={**NEW_ACCOUNT, "notes": deep}, headers={"X-Acme-Key": KEY})
+    assert answer.status_code in (201, 400)
+    kept = body(client.get("/__mock/requests"))["requests"][0]["requestBody"]
+    assert leaked(kept) == [] and json.loads(kept)["credentials"]["password"] == "[masked]"
+
+
 def test_the_access_log_masks_credentials_in_the_query(caplog: pytest.LogCaptureFixture):
     client = create_app(SPEC).test_client(use_cookies=False)  # the Cookie header as sent
     with caplog.at_level(logging.INFO, logger="mockserver.access"):

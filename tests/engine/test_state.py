@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from conftest import free_port
-from mockserver.state import Book, Record, StateError, Store, open_store, redis_store, unit
+from mockserver import state
+from mockserver.state import Book, Record, StateError, Store, memory, open_store, redis_store, unit
 from mockserver.state.memory import MemoryStore
 from mockserver.state.records import Call, Entry
 
@@ -108,6 +109,27 @@ def test_reset_clears_everything_everywhere(stores):
     second.reset()
     assert first.book().runtime == () and first.hits(["u"]) == {"u": 0}
     assert first.entries(None) == [] and first.entries("s1") == [] and first.sessions() == []
+
+
+def test_drift_is_counted_once_for_every_process_up_to_its_cap(stores, monkeypatch):
+    """Every process's exchanges add to one count per kind, each kind shown as first seen; past the cap a new kind
+    is only counted (`overflow`); a reset forgets it."""
+    monkeypatch.setattr(state, "DRIFT_KINDS", 2)
+    monkeypatch.setattr(memory, "DRIFT_KINDS", 2)
+    monkeypatch.setattr(redis_store, "DRIFT_KINDS", 2)
+    first, second = stores(), stores()
+    first.clear_drift()  # counted afresh, under the cap set above
+    first.count_drift({"a": {"seen": 1}, "b": {"seen": 1}})
+    second.count_drift({"a": {"seen": 2}})
+    second.count_drift({})
+    first.count_drift({"c": {"seen": 3}, "b": {"seen": 3}})
+    for store in (first, second):
+        store.sync()
+        counts = store.drift()
+        assert (counts.exchanges, counts.drifting, counts.overflow) == (4, 3, 1)
+        assert dict(counts.kinds) == {"a": ({"seen": 1}, 2), "b": ({"seen": 1}, 2)}
+    second.reset()
+    assert first.drift().exchanges == 0 and dict(first.drift().kinds) == {}
 
 
 def test_idle_sessions_are_forgotten(stores):

@@ -24,8 +24,8 @@ from weakref import WeakKeyDictionary
 import yaml
 from flask import Blueprint, Response, render_template, request, send_from_directory
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError
-from ..base.memo import kept
 from ..pipeline.answers import pick_media_type
 from ..pipeline.fixture_values import caller_for, derive, usable_token
 from ..pipeline.pipeline import Pipeline
@@ -56,7 +56,8 @@ class _View:
     groups: dict[str, list[OperationView]]
     description: dict[str, bytes]  # URL path under DESCRIPTION_PATH -> the document as JSON
     root: str
-    bundled: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (json/yaml, server URL) -> as served
+    # (json/yaml, server URL) -> as served: a few hosts a mock is reached by, at most 16
+    bundled: BoundedCache[tuple[str, str], bytes] = field(default_factory=lambda: BoundedCache(16))
 
 
 def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Blueprint]:
@@ -120,8 +121,8 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
                             code="not-found")
         pipeline, shown = view()
         server = request.host_url.rstrip("/") + pipeline.spec.base_path
-        text = kept(shown.bundled, (suffix, server),
-                    lambda: _dumped(_as_served(pipeline.spec, bundle(pipeline.spec.docs), server), suffix), 16)
+        text = shown.bundled.made(
+            (suffix, server), lambda: _dumped(_as_served(pipeline.spec, bundle(pipeline.spec.docs), server), suffix))
         return Response(text, content_type="application/yaml" if suffix == "yaml" else "application/json")
 
     @data.get(DESCRIPTION_PATH + "<path:name>")

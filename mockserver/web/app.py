@@ -44,6 +44,7 @@ class MockFlask(Flask):
         self._mounted = DispatcherMiddleware(MockWSGI(mock), {PREFIX: self.wsgi_app} if control else {})
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """What a WSGI server or the test client calls: the mount, not Flask alone."""
         return self._mounted(environ, start_response)
 
 

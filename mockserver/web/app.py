@@ -37,7 +37,7 @@ class MockFlask(Flask):
     way."""
 
     def __init__(self, mock: MockApp, control: bool) -> None:
-        super().__init__("mockserver")
+        super().__init__("mockserver", static_folder=None)  # the pages serve their own (web/static)
         self.mock = mock
         self.extensions[MOCK_KEY] = mock
         self.control: WSGIApp | None = self.wsgi_app if control else None  # as RSGI mounts it

@@ -18,9 +18,8 @@ from ..pipeline.stateful import ITEMS_LIMIT
 from ..state import SESSION_TTL, STATE_TIMEOUT, StateError
 
 if TYPE_CHECKING:
-    from flask import Flask
-
     from ..pipeline.pipeline import Pipeline
+    from ..web.app import MockFlask
 
 # Python threads per worker for what may block for long (web/rsgi.py): the control API (a change waits for every
 # process to take it) and the answers behind `mockserver proxy`; the API's own answers are made on the event loop
@@ -358,7 +357,7 @@ def load_served(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> 
     return None
 
 
-def serve_until_stopped(factory: Callable[[], Flask], args: argparse.Namespace, workers: int) -> int:
+def serve_until_stopped(factory: Callable[[], MockFlask], args: argparse.Namespace, workers: int) -> int:
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
     from ..web.serving import Listening, serve
 

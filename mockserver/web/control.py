@@ -11,13 +11,14 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
-from werkzeug.exceptions import HTTPException
+from flask import Blueprint, Flask, Response, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from ..base.errors import MockError
 from ..base.json_values import JsonRefused, parse_json
@@ -26,54 +27,26 @@ from ..pipeline.scenarios import ScenarioError
 from ..spec.documents import read_document
 from ..state import SESSION_COOKIE, SESSION_HEADER, check_session
 from ..tools.drift import DriftLog
-from .cors import ControlOrigins
+from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers
+from .mock_app import access_log, log_access
+from .wsgi import raw_path
 
 PREFIX = "/__mock"
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]  # caught by `unknown` where no endpoint takes them
+ALLOW_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")  # an Allow header's methods, in this order
 _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": str, "since": int, "limit": int}
+Render = Callable[[MockError], Response]
 
 
-def control_blueprint(current: Callable[[], Pipeline], token: str | None, render: Any,
-                      drift: DriftLog | None = None, origins: ControlOrigins | None = None) -> Blueprint:
-    """`current()` is the state being served (a reload swaps it); `render(MockError) -> Response` answers errors
-    in the API's envelope, like everything else; `drift` (in proxy mode) is served at /__mock/drift; `origins`
-    are the browser pages let in besides the mock's own."""
-    pages = origins or ControlOrigins(token=token)
-    bp = Blueprint("control", __name__, url_prefix=PREFIX)
+def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = None) -> Blueprint:
+    """The control API's endpoints, below the prefix it is mounted at (`PREFIX`); `current()` is the state being
+    served (a reload swaps it); `drift` (in proxy mode) is served at /__mock/drift. `install` guards them and
+    renders their errors."""
+    bp = Blueprint("control", __name__)
 
     def ok(payload: Any, status: int = 200) -> Response:
         return Response(json.dumps(payload), status=status, content_type="application/json")
-
-    unknown_endpoint = f"{bp.name}.unknown"
-
-    @bp.before_request
-    def guard() -> Response | None:
-        """Another origin's page first (403), then the token (401), then a change a page could make unasked
-        (415; not for a path or method no endpoint takes, which changes nothing and is its 404 or 405)."""
-        refused = pages.refusal({name.lower(): value for name, value in request.headers.items()})
-        if refused is not None:
-            return render(MockError(403, refused, code="forbidden"))
-        if token is not None:
-            given = (request.headers.get("X-Mock-Control-Token")
-                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
-                                             "'Authorization: Bearer <control token>'", code="unauthorized",
-                                        headers={"WWW-Authenticate": 'Bearer realm="mockserver control"'}))
-        if request.method in CHANGES and request.endpoint != unknown_endpoint and \
-                request.mimetype != "application/json" and not any(
-                name.lower().startswith("x-mock-") for name in request.headers.keys()):
-            return render(MockError(415, f"{request.method} {request.path} changes the mock: send it with "
-                                         f"'Content-Type: application/json' (or an X-Mock-... header such as "
-                                         f"X-Mock-Session), which a web page of another origin cannot send unasked",
-                                    code="unsupported-media-type"))
-        return None
-
-    @bp.errorhandler(MockError)
-    def mock_error(error: MockError) -> Response:
-        return render(error)
 
     @bp.get("/health")
     def health() -> Response:
@@ -180,31 +153,88 @@ def control_blueprint(current: Callable[[], Pipeline], token: str | None, render
             drift.clear(current().store)
             return ok({"cleared": True})
 
-    @bp.route("/<path:anything>", methods=_METHODS)
-    def unknown(anything: str) -> Response:
-        allowed = _allowed_methods()
-        if allowed:
-            allow = ", ".join(allowed)
-            raise MockError(405, f"{request.method} is not allowed on {request.path}; allowed: {allow}",
-                            details={"path": request.path, "allowed": allowed}, headers={"Allow": allow})
-        raise MockError(404, f"no control endpoint {PREFIX}/{anything}; see {PREFIX}/openapi.json", code="not-found")
-
     return bp
 
 
-def _allowed_methods() -> list[str]:
-    """The methods the control API's own endpoints take at the path `unknown` caught: a known path asked with
-    another method is a 405, not a 404 (asked only when a request reaches no endpoint)."""
-    adapter = current_app.url_map.bind_to_environ(request.environ)
-    allowed = []
-    for method in ("GET", "HEAD", *_METHODS[1:]):
-        try:
-            endpoint, _ = adapter.match(request.path, method=method)
-        except HTTPException:  # not found, not allowed, or a redirect: not an endpoint for this method
-            continue
-        if endpoint != request.endpoint:
-            allowed.append(method)
-    return allowed
+def install(app: Flask, current: Callable[[], Pipeline], token: str | None, origins: ControlOrigins, render: Render,
+            open_blueprint: str) -> None:
+    """Guard the control API on `app` (mounted at PREFIX) and render its errors once, with `render` (the API's
+    envelope; `current()` is the state being served). Every path but those of `open_blueprint` (the pages, which
+    ask for the token themselves) is guarded, a path no endpoint takes too: another origin's page first (403),
+    then the token (401), then a change a page could make unasked (415; not for a path or method no endpoint
+    takes, which changes nothing and is its 404 or 405). A preflight from a page it lets in is answered before
+    all that; the answers to such a page carry CORS headers, so a Storybook on another origin can set scenarios
+    (another page gets none, so its browser keeps the answer from it)."""
+
+    @app.before_request
+    def guard() -> Response | None:
+        started = time.perf_counter()
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        if is_preflight(request.method, headers) and origins.allows(headers):
+            query = current().secrets.query_string(request.query_string.decode("latin-1"))
+            log_access(request.method, sent_path(), query, 204, (time.perf_counter() - started) * 1000, "cors")
+            return Response(status=204, headers=preflight_headers(headers))
+        if request.blueprint == open_blueprint:
+            return None
+        refused = origins.refusal(headers)
+        if refused is not None:
+            return render(MockError(403, refused, code="forbidden"))
+        if token is not None:
+            given = (request.headers.get("X-Mock-Control-Token")
+                     or request.headers.get("Authorization", "").removeprefix("Bearer "))
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return render(MockError(401, "the control API needs its token: X-Mock-Control-Token or "
+                                             "'Authorization: Bearer <control token>'", code="unauthorized",
+                                        headers={"WWW-Authenticate": 'Bearer realm="mockserver control"'}))
+        if request.method in CHANGES and request.url_rule is not None and \
+                request.mimetype != "application/json" and not any(
+                name.startswith("x-mock-") for name in headers):
+            return render(MockError(415, f"{request.method} {sent_path()} changes the mock: send it with "
+                                         f"'Content-Type: application/json' (or an X-Mock-... header such as "
+                                         f"X-Mock-Session), which a web page of another origin cannot send unasked",
+                                    code="unsupported-media-type"))
+        return None
+
+    @app.after_request
+    def cors(response: Response) -> Response:
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        if origins.allows(headers):
+            response.headers.update(cors_headers(headers))
+        return response
+
+    @app.errorhandler(MockError)
+    def mock_error(error: MockError) -> Response:
+        return render(error)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        """Werkzeug's own refusals in the API's envelope, never HTML."""
+        return render(refusal(exc))
+
+    @app.errorhandler(Exception)
+    def crash(exc: Exception) -> Response:
+        """A bug in the mock: logged with its traceback here, answered without one."""
+        access_log.exception("internal error on %s %s", request.method, sent_path())
+        return render(MockError(500, "the mock failed to answer; see its log", code="mock-internal-error"))
+
+
+def refusal(exc: HTTPException) -> MockError:
+    """What werkzeug refused, as the control API says it: a path no endpoint takes (404), a path whose endpoints
+    take other methods (405, with Allow), a body too large, a request it could not read."""
+    path = sent_path()
+    if isinstance(exc, NotFound):
+        return MockError(404, f"no control endpoint {path}; see {PREFIX}/openapi.json", code="not-found")
+    if isinstance(exc, MethodNotAllowed):
+        allowed = [method for method in ALLOW_ORDER if method in (exc.valid_methods or ())]
+        allow = ", ".join(allowed)
+        return MockError(405, f"{request.method} is not allowed on {path}; allowed: {allow}",
+                         details={"path": path, "allowed": allowed}, headers={"Allow": allow})
+    return MockError(exc.code or 500, exc.description or exc.name)
+
+
+def sent_path() -> str:
+    """The control request's path as the client sent it, prefix and percent-encoding included."""
+    return raw_path(request.environ)
 
 
 @cache

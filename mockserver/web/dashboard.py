@@ -62,7 +62,7 @@ class _View:
 
 def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Blueprint]:
     """(pages, data): register `pages` on the app and `data` inside the control blueprint, whose token guards it."""
-    pages = Blueprint("dashboard", __name__, url_prefix=PREFIX, static_folder="static", static_url_path="/static",
+    pages = Blueprint("dashboard", __name__, static_folder="static", static_url_path="/static",
                       template_folder="templates")
     data = Blueprint("dashboard_data", __name__)
     views: WeakKeyDictionary[Pipeline, _View] = WeakKeyDictionary()

@@ -2,8 +2,8 @@
 unchanged; each exchange is checked against the description (`tools.drift`) and, when recording, saved as
 fixtures (learnt by `tools.recorder`, written by `web/recording.py`). With fallback, the mock answers what the
 deployment cannot (down, too slow, 501), so a frontend keeps working while the backend does not. It plugs into
-`MockWSGI` in place of `Pipeline.handle`, so CORS, the journal, the access log and the control API work as they
-do for the mock."""
+the mock app (web/mock_app.py) in place of `Pipeline.handle`, so CORS, the journal, the access log and the control
+API work as they do for the mock."""
 from __future__ import annotations
 
 import dataclasses

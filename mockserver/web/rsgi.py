@@ -1,13 +1,14 @@
-"""The mock over Granian's RSGI interface, as `mockserver serve` runs it. Each worker answers the described API
-on its event loop: the pipeline's work is short, and its state store does the slow part off the request path
-(the memory store has none; Redis is written in batches by a thread of its own and read from a copy its
-listener keeps), so it runs right there, and a scenario's latency is an `asyncio.sleep` that holds no thread
-(under WSGI each slow answer held one of a few threads, and the threads fought for the GIL: issue 15's p99).
-What may block for long runs in the worker's threads (`threads`): the control API and its pages (Flask, through
-WSGI; a change waits for every process to take it), every answer behind `mockserver proxy` (it waits on the
-deployment), and on Redis the answers that make a round trip (a scenario's count, a written collection's rows:
-`Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never a 404 or a preflight.
-
+"""The mock over Granian's RSGI interface, as `mockserver serve` runs it: translation only, the scope into a
+`MockRequest` and the mock app's `Answer` onto Granian's protocol. Each worker answers the described API on its
+event loop: the pipeline's work is short, and its state store does the slow part off the request path (the
+memory store has none; Redis is written in batches by a thread of its own and read from a copy its listener keeps),
+so it runs right there, and a scenario's latency is an `asyncio.sleep` that holds no thread (under WSGI each slow
+answer held one of a few threads, and the threads fought for the GIL). What may block for long runs in the
+worker's threads (`threads`): the control API and its pages (Flask's WSGI app, mounted under `PREFIX` as
+`DispatcherMiddleware` mounts it under WSGI; a change waits for every process to take it), every answer behind
+`mockserver proxy` (it waits on the deployment), and on Redis the answers that make a round trip (a scenario's
+count, a written collection's rows: `Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never
+a 404 or a preflight.
 A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
 are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
 deadline answers it 408; beyond the cap a request is answered 503 `mock-busy` at once instead of waiting."""
@@ -19,23 +20,29 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.errors import MockError
-from ..base.http import MockRequest, MockResponse
+from ..base.http import MockRequest
 from ..state import SESSION_HEADER
-from .app import MOCK_KEY, TRUNCATE_FLUSH_S, MockWSGI, encoded_path, log_access, sent_body
-from .cors import is_preflight, preflight_headers
+from .app import mounted
+from .mock_app import TRUNCATE_FLUSH_S, Answer, MockApp
+from .wsgi import WSGIApp, encoded_path
+
+if TYPE_CHECKING:
+    from .app import MockFlask
 
 T = TypeVar("T")
 _SESSION = SESSION_HEADER.lower()
 
 
 class MockRSGI:
-    """An app made by `create_app`, served over RSGI (its WSGI side answers the control API)."""
+    """The mock app, and the control API's WSGI app (None without one) mounted under its prefix, over RSGI."""
 
-    def __init__(self, mock: MockWSGI, threads: int, body_timeout: float, max_bodies: int) -> None:
+    def __init__(self, mock: MockApp, control: WSGIApp | None, threads: int, body_timeout: float,
+                 max_bodies: int) -> None:
         self.mock = mock
+        self.control = control
         # made in the worker, after the fork (serving._worker_app); its threads start on first use
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
         self.body_timeout = body_timeout
@@ -43,8 +50,9 @@ class MockRSGI:
         self._bodies = 0  # bodies being read now
 
     @classmethod
-    def of(cls, app: Any, threads: int, body_timeout: float, max_bodies: int) -> MockRSGI:
-        return cls(app.extensions[MOCK_KEY], threads, body_timeout, max_bodies)
+    def of(cls, app: MockFlask, threads: int, body_timeout: float, max_bodies: int) -> MockRSGI:
+        """The app `create_app` made, over RSGI."""
+        return cls(app.mock, app.control, threads, body_timeout, max_bodies)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._pool.shutdown(wait=False)
@@ -55,58 +63,48 @@ class MockRSGI:
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
         headers = _headers(scope.headers)
-        method, path, query = scope.method, scope.path, scope.query_string
         mock = self.mock
-        if is_preflight(method, headers) and mock.answers_preflight(path, headers):
-            proto.response_empty(204, list(preflight_headers(headers).items()))
-            log_access(method, path, mock.pipeline.secrets.query_string(query), 204, started, "cors")
-            return
-        body = b""
+        request = MockRequest(scope.method, _raw(scope.path), scope.query_string, headers)
         if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
-            if self._bodies >= self.max_bodies:
-                self._refuse(proto, MockError(503, f"the mock is reading {self.max_bodies} request bodies already "
-                                                   f"(--backpressure); try again", code="mock-busy",
-                                              headers={"Retry-After": "1"}), method, path, query, headers, started)
+            refused = await self._read_body(proto, request, started)
+            if refused is not None:
+                proto.response_bytes(refused.status, [*refused.headers, ("Connection", "close")], refused.body)
                 return
-            self._bodies += 1
-            try:
-                async with asyncio.timeout(self.body_timeout):
-                    body = await _body(proto, mock.body_limit())
-            except TimeoutError:
-                self._refuse(proto, MockError(408, f"the request's body did not arrive within {self.body_timeout:g} s "
-                                                   f"(--body-timeout)", code="request-timeout"),
-                             method, path, query, headers, started)
-                return
-            finally:
-                self._bodies -= 1
-        if mock.is_control(path):
-            status, out, chunks = await self._blocking(_wsgi_call, mock, scope, headers, body)
+        script, path_info = mounted(scope.path) if self.control is not None else (None, "")
+        if script is not None:
+            status, out, chunks = await self._blocking(_wsgi_call, self.control, scope, script, path_info, request)
             proto.response_bytes(status, out, chunks)
             return
-        raw = _raw(path)
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
-        run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(method, raw) else _now
-        pipeline, request, result = await run(mock.answer, method, raw, query, headers, body)
-        if result.delay_ms:
-            await asyncio.sleep(result.delay_ms / 1000)
-        out_headers = await run(mock.finish, pipeline, request, result, started)
-        if result.disconnect:
-            await _broken(proto, result, out_headers)
+        run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(request.method, request.path) else _now
+        answer = await run(mock.respond, request, started)
+        if answer.delay_s:
+            await asyncio.sleep(answer.delay_s)
+        if answer.disconnect:
+            await _broken(proto, answer)
         else:
-            proto.response_bytes(result.status, out_headers, result.body)
+            proto.response_bytes(answer.status, answer.headers, answer.body)
 
     __call__ = __rsgi__
 
-    def _refuse(self, proto: Any, error: MockError, method: str, path: str, query: str, headers: dict[str, str],
-                started: float) -> None:
-        """A request answered before its body was read, in the envelope, journaled; the connection is closed
-        after the answer, so what is left of the body is never read."""
-        mock = self.mock
-        pipeline = mock.pipeline
-        request = MockRequest(method, _raw(path), query, headers, b"")
-        result = pipeline.error_response(error, pipeline.request_id(request), None)
-        out_headers = mock.finish(pipeline, request, result, started)
-        proto.response_bytes(result.status, [*out_headers, ("Connection", "close")], result.body)
+    async def _read_body(self, proto: Any, request: MockRequest, started: float) -> Answer | None:
+        """The request's body, into `request`, chunk by chunk under the deadline; or the refusal to answer at once
+        (the connection is closed after it, so what is left of the body is never read)."""
+        if self._bodies >= self.max_bodies:
+            return self.mock.refuse(request, MockError(
+                503, f"the mock is reading {self.max_bodies} request bodies already (--backpressure); try again",
+                code="mock-busy", headers={"Retry-After": "1"}), started)
+        self._bodies += 1
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                request.body = await _body(proto, self.mock.body_limit())
+        except TimeoutError:
+            return self.mock.refuse(request, MockError(
+                408, f"the request's body did not arrive within {self.body_timeout:g} s (--body-timeout)",
+                code="request-timeout"), started)
+        finally:
+            self._bodies -= 1
+        return None
 
 
 async def _now(call: Callable[..., T], *args: Any) -> T:
@@ -145,32 +143,35 @@ async def _body(proto: Any, limit: int) -> bytes:
     return bytes(received)
 
 
-async def _broken(proto: Any, result: MockResponse, headers: list[tuple[str, str]]) -> None:
+async def _broken(proto: Any, answer: Answer) -> None:
     """A scenario's `break`: the whole length is announced, then `truncate` sends half the body and `close` none
     of it; a body that ends short of its Content-Length makes Granian drop the connection (it may have written
     the status line and headers already). The empty chunk comes first because a stream already ended when
     Granian takes the answer is sent as a complete, empty answer (`Content-Length: 0`, the connection kept):
     without it `close` gave clients a whole empty 200 in more than half of the tries."""
-    transport = proto.response_stream(result.status, headers)
+    transport = proto.response_stream(answer.status, answer.headers)
     await transport.send_bytes(b"")
-    if result.disconnect == "truncate":
-        await transport.send_bytes(sent_body("truncate", result.body))
+    if answer.disconnect == "truncate":
+        await transport.send_bytes(answer.body)
         await asyncio.sleep(TRUNCATE_FLUSH_S)  # Granian drops what it has not written yet when a body ends short
 
 
-def _wsgi_call(mock: MockWSGI, scope: Any, headers: dict[str, str], body: bytes) -> tuple[int, list, bytes]:
-    """The control API's answer from Flask, in a worker thread: the environ PEP 3333 asks for, from the scope."""
+def _wsgi_call(control: WSGIApp, scope: Any, script: str, path_info: str,
+               request: MockRequest) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The control API's answer from its WSGI app, in a worker thread: the environ PEP 3333 asks for, from the
+    scope, mounted at `script`."""
     host, _, port = scope.server.rpartition(":")
     environ: dict[str, Any] = {
         # PEP 3333: the path's bytes as latin-1 (Granian's U+FFFD for a byte that was not UTF-8 stays one)
-        "REQUEST_METHOD": scope.method, "SCRIPT_NAME": "", "PATH_INFO": scope.path.encode().decode("latin-1"),
+        "REQUEST_METHOD": scope.method, "SCRIPT_NAME": script,
+        "PATH_INFO": path_info.encode().decode("latin-1"), "RAW_URI": request.path,
         "QUERY_STRING": scope.query_string, "SERVER_NAME": host, "SERVER_PORT": port,
         "SERVER_PROTOCOL": f"HTTP/{scope.http_version}", "REMOTE_ADDR": scope.client.rpartition(":")[0],
-        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.scheme, "wsgi.input": io.BytesIO(body),
+        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.scheme, "wsgi.input": io.BytesIO(request.body),
         "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
         "wsgi.input_terminated": True,  # the whole body is read (chunked too): werkzeug may read without a length
     }
-    for name, value in headers.items():
+    for name, value in request.headers.items():
         key = name.upper().replace("-", "_")
         environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = value
     started: list[Any] = []
@@ -178,7 +179,7 @@ def _wsgi_call(mock: MockWSGI, scope: Any, headers: dict[str, str], body: bytes)
     def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> None:
         started[:] = [int(status.split(" ", 1)[0]), response_headers]
 
-    answered = mock(environ, start_response)
+    answered = control(environ, start_response)
     try:
         chunks = b"".join(answered)
     finally:

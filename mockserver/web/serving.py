@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask
 from granian import Granian
 from granian.constants import Interfaces
 
 from .access import ACCESS
+from .app import MockFlask
 from .rsgi import MockRSGI
 
 DRAIN_S = 10  # SIGTERM: requests in flight get this long to finish before their worker is killed
@@ -78,7 +78,7 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(address).is_loopback for address in addresses)
 
 
-def serve(factory: Callable[[], Flask], settings: Listening, log_level: str) -> None:
+def serve(factory: Callable[[], MockFlask], settings: Listening, log_level: str) -> None:
     """Run until SIGTERM/SIGINT, which stop new connections and let requests in flight finish (DRAIN_S)."""
     server = Granian(
         "mockserver", address=settings.host, port=settings.port, interface=Interfaces.RSGI,
@@ -102,7 +102,7 @@ def open_files() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 16
 
 
-def _worker_app(factory: Callable[[], Flask], settings: Listening) -> MockRSGI:
+def _worker_app(factory: Callable[[], MockFlask], settings: Listening) -> MockRSGI:
     """In each worker, after the fork: its own app, and its access lines flushed when it stops (a worker process
     ends without running `atexit` handlers; multiprocessing's finalizers do run)."""
     app = MockRSGI.of(factory(), settings.threads, settings.body_timeout, settings.backpressure)

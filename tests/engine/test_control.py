@@ -110,12 +110,20 @@ def test_a_token_protects_it():
     assert client.get("/__mock/description").status_code == 401
     assert client.get("/__mock/description", headers={"X-Mock-Control-Token": "s3cret"}).status_code == 200
     assert client.get("/v1/test-sets", headers=DEMO).status_code == 200  # the API itself is not affected
+    assert client.get("/__mock/nothing").status_code == 401  # a path no endpoint takes is behind the token too
+    assert client.get("/__mock/nothing", headers={"X-Mock-Control-Token": "s3cret"}).status_code == 404
 
 
 def test_it_can_be_switched_off():
     client = create_app(KINDGI_SPEC, KINDGI_FIXTURES, control=False).test_client()
     response = client.get("/__mock/health")
     assert response.status_code == 404 and body(response)["error"]["code"] == "not-found"
+
+
+def test_an_unknown_control_path_is_named_as_sent_in_the_envelope(kindgi):
+    missing = kindgi.get("/__mock/%ff/x%2Fy")
+    assert missing.status_code == 404 and body(missing)["error"]["code"] == "not-found"
+    assert body(missing)["error"]["message"] == "no control endpoint /__mock/%ff/x%2Fy; see /__mock/openapi.json"
 
 
 def test_unknown_control_paths_and_bad_bodies_are_4xx(kindgi):

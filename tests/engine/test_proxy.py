@@ -12,8 +12,9 @@ from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, SAMPLE_PROJECT, b
 from mockserver import create_app
 from mockserver.cli import main
 from mockserver.pipeline.pipeline import Pipeline
-from mockserver.web.app import MockWSGI
+from mockserver.web.mock_app import MockApp
 from mockserver.web.proxy import Proxy
+from mockserver.web.wsgi import MockWSGI
 from stand_ins import Served, drifting, get, not_implemented
 
 CASES = f"/v1/agents/acme.drafting/test-set/cases?projectId={SAMPLE_PROJECT}"
@@ -84,7 +85,7 @@ def test_the_mock_answers_when_the_target_cannot(pipeline, kindgi, app, timeout,
     if app is None:
         target.stop()  # nothing listens there any more: connection refused
     proxy = Proxy(target.url, fallback=fallback, timeout=timeout)
-    answer = Client(MockWSGI(pipeline, None, handle=proxy.handle)).get("/v1/test-sets?limit=3", headers=DEMO)
+    answer = Client(MockWSGI(MockApp(pipeline, handle=proxy.handle))).get("/v1/test-sets?limit=3", headers=DEMO)
     source = pipeline.journal.entries()[-1].source
     if fallback:
         assert answer.status_code == 200 and source == "fallback"

@@ -89,6 +89,7 @@ def blocks() -> tuple[list[Block], list[str]]:
                 if reason == "":
                     problems.append(f"{name}:{number}: `not run` needs a reason")
                 found.append(Block(name, number + 1, "\n".join(lines[number + 1:end]), reason))
+            marks -= set(range(number + 1, end))  # a mark shown inside a block is an example of one
             number = end + 1
         problems += [f"{name}:{mark + 1}: `not run` is not right before a shell block's fence" for mark in sorted(marks)]
     return found, problems

@@ -200,7 +200,28 @@ def check(block: Block, calls: list[Call]) -> list[str]:
     return wrong
 
 
+ISSUE = re.compile(r"\b[Ii]ssues? \d+|(?<![\w&])#\d+\b")  # `issue 15`, `#15`
+COMMIT = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")  # `4114dab`, not a UUID
+
+
+def project_references() -> list[str]:
+    """Issue numbers and commit hashes in the docs' prose (not in blocks, which show what a tool prints)."""
+    found = []
+    for path in DOCS:
+        inside = False
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+            inside = inside != bool(FENCE.match(line))
+            hits = [] if inside else ISSUE.findall(line) + COMMIT.findall(line)
+            found += [f"{path.relative_to(ROOT).as_posix()}:{number}: {hit}" for hit in hits]
+    return found
+
+
 FOUND, PROBLEMS = blocks()
+
+
+def test_the_docs_speak_of_no_issue_numbers_or_commits() -> None:
+    """A user has neither the project's issues nor a reason to read a commit: the docs say what changed instead."""
+    assert project_references() == []
 
 
 def test_every_not_run_mark_gives_a_reason_right_before_a_shell_block() -> None:

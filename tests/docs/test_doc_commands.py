@@ -91,7 +91,8 @@ def blocks() -> tuple[list[Block], list[str]]:
                 found.append(Block(name, number + 1, "\n".join(lines[number + 1:end]), reason))
             marks -= set(range(number + 1, end))  # a mark shown inside a block is an example of one
             number = end + 1
-        problems += [f"{name}:{mark + 1}: `not run` is not right before a shell block's fence" for mark in sorted(marks)]
+        problems += [f"{name}:{mark + 1}: `not run` is not right before a shell block's fence"
+                     for mark in sorted(marks)]
     return found, problems
 
 
@@ -188,7 +189,7 @@ def check(block: Block, calls: list[Call]) -> list[str]:
         if statuses and got != (statuses * len(got) if len(statuses) == 1 else statuses):
             wrong.append(f"{where}: the docs say {statuses}, the mock answered {got}")
         bodies = "\n".join(call.body for call in made)
-        if code and code not in bodies:
+        if code and f'"{code}"' not in bodies:
             wrong.append(f"{where}: the docs say {code!r}, the answer was {bodies[:300]!r}")
         for name, value in headers.items():
             answered = [call.headers.get(name.lower(), "") for call in made]

@@ -21,10 +21,11 @@ SHELLS = {"sh", "bash", "console", "shell"}
 FENCE = re.compile(r"^\s*```(\S*)\s*$")
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:(.*)-->\s*$")
 MOCK_PORT = "4010"  # the port `make run` serves on, which the docs' commands call
-ADDRESS = re.compile(r"(127\.0\.0\.1:|localhost:|--port )(\d{4,5})\b")
+ADDRESS = re.compile(r"(127\.0\.0\.1:|localhost:|--port |-p )(\d{4,5})\b")  # `-p`: redis-cli's
 STATUSES = re.compile(r"\s*([1-5]\d\d(?:\s+[1-5]\d\d)*)\b")  # `# 401 …`, `# 503 503 200` (a loop's calls)
 CODE = re.compile(r"\s+([a-z]+(?:-[a-z]+)*)(?=[\s:,;.]|$)")  # `# 404 agent-not-found`: the error code
 HEADER = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*): ([^\s,;]+)")  # `Retry-After: 2`
+LOOP = re.compile(r"(?<![\w-])(do|done)(?![\w-])")
 PAIR = re.compile(r'"([^"\\]+)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null)')  # `"code":"bad-input"`
 BLOCK_TIMEOUT = 60
 CURL = """\
@@ -97,8 +98,10 @@ def blocks() -> tuple[list[Block], list[str]]:
 
 
 def scan(text: str) -> tuple[bool, list[str]]:
-    """Whether `text` ends a command (no open quote, no trailing backslash), and its comments, one per line."""
+    """Whether `text` ends a command (no open quote, no trailing backslash, a loop's `do` closed by its `done`), and
+    its comments, one per line."""
     comments: list[str] = []
+    bare: list[str] = []  # the text outside quotes and comments, where `do` and `done` count
     quote = ""
     i = 0
     while i < len(text):
@@ -119,8 +122,11 @@ def scan(text: str) -> tuple[bool, list[str]]:
             end = len(text) if end < 0 else end
             comments.append(text[i + 1:end].strip())
             i = end
+        else:
+            bare.append(char)
         i += 1
-    return not quote, comments
+    words = LOOP.findall("".join(bare))
+    return not quote and words.count("do") == words.count("done"), comments
 
 
 def commands(text: str) -> list[Command]:

@@ -169,6 +169,7 @@ def expectations(comment: str) -> tuple[list[int], str | None, dict[str, str], l
 
 
 def read_calls(folder: Path) -> list[Call]:
+    """The calls the curl of `CURL` kept, in the order they were made."""
     calls = []
     for n in range(1, int((folder / "count").read_text()) + 1):
         head = (folder / f"{n}.head").read_text(errors="replace") if (folder / f"{n}.head").exists() else ""
@@ -234,7 +235,31 @@ def test_the_docs_speak_of_no_issue_numbers_or_commits() -> None:
 
 
 def test_every_not_run_mark_gives_a_reason_right_before_a_shell_block() -> None:
+    """A block is run unless it says why not; a mark anywhere else would leave the block after it run unseen."""
     assert PROBLEMS == []
+
+
+def test_a_comment_that_states_another_answer_is_found() -> None:
+    """The comments are read as CONTRIBUTING says: a status (one per call of a loop over several lines), the error
+    code after it, a header, the body's members; an answer that differs from any of them is named by its line."""
+    block = Block("docs/X.md", 10, "\n".join([
+        "curl -s \\",
+        "  'http://127.0.0.1:4010/a'   # 404 agent-not-found",
+        "for i in 1 2; do",
+        "  curl -s -H 'Prefer: code=503' http://127.0.0.1:4010/b",
+        "done",
+        "# 503 200",
+        "curl -si http://127.0.0.1:4010/c   # 503, Retry-After: 2",
+        "curl -s http://127.0.0.1:4010/d",
+        '# {"error":{"code":"bad-input","requestId":"req_…"}}',
+    ]), None)
+    envelope = '{"error":{"code":"%s","requestId":"req_1"}}'
+    right = [Call(1, 404, {}, envelope % "agent-not-found"), Call(4, 503, {}, ""), Call(4, 200, {}, ""),
+             Call(7, 503, {"retry-after": "2"}, ""), Call(8, 400, {}, envelope % "bad-input")]
+    assert check(block, right) == []
+    wrong = [Call(1, 404, {}, envelope % "not-found"), Call(4, 503, {}, ""), Call(4, 503, {}, ""),
+             Call(7, 503, {}, ""), Call(8, 400, {}, envelope % "unauthorized")]
+    assert [problem.split(":")[1] for problem in check(block, wrong)] == ["11", "13", "17", "18"]
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     state = loaded.store.describe()
     origin = f"http://{args.host}:{args.port}"
     pages = "" if args.no_control else f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
-    print(f"mockserver: serving {spec} on {origin}{pages}"
+    api = f'"{loaded.spec.title}" {loaded.spec.api_version}'.rstrip()
+    print(f"mockserver: serving {api} ({spec}) on {origin}{pages}"
           + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
     return serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),

@@ -151,7 +151,9 @@ class SpecIndex:
             raise LoadError(self.problems)
         self._repair_schemas()
         self.schemas = SchemaCompiler(self.docs)
-        self.title = str(self._mapping(root.get("info"), self._uri("info"), "`info`").get("title", path.name))
+        info = self._mapping(root.get("info"), self._uri("info"), "`info`")
+        self.title = str(info.get("title", path.name))
+        self.api_version = str(info.get("version", ""))  # `info.version`: the API's, not OpenAPI's (`version`)
         self.base_path = _base_path(root.get("servers"))
         self.security_schemes: dict[str, dict[str, Any]] = {}
         components = self._mapping(root.get("components"), self._uri("components"), "`components`")

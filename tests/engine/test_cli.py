@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+import yaml
 
 from conftest import KINDGI_SPEC, LIBRARY, ROOT, free_port, serving
 
@@ -85,7 +86,8 @@ def test_serve_answers_on_its_port_and_says_where():
         first = proc.stderr.readline()
     assert len(page["data"]) == 1 and page["hasMore"] is True
     origin = f"http://127.0.0.1:{port}"
-    assert first.startswith(f"mockserver: serving {KINDGI_SPEC} on {origin}")
+    info = yaml.safe_load(KINDGI_SPEC.read_text())["info"]  # the line names the API, then the file
+    assert first.startswith(f'mockserver: serving "{info["title"]}" {info["version"]} ({KINDGI_SPEC}) on {origin}')
     assert f"dashboard {origin}/__mock/" in first and f"docs {origin}/__mock/docs" in first
 
 

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     warn_unshared(args, loaded.store.shared, SPLIT)
     state = loaded.store.describe()
     origin = f"http://{args.host}:{args.port}"
-    pages = "" if args.no_control else f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
+    pages = "" if args.no_control else (f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
+                                        f" · description {origin}/__mock/description")
     api = f'"{loaded.spec.title}" {loaded.spec.api_version}'.rstrip()
     print(f"mockserver: serving {api} ({spec}) on {origin}{pages}"
           + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)

@@ -89,6 +89,7 @@ def test_serve_answers_on_its_port_and_says_where():
     info = yaml.safe_load(KINDGI_SPEC.read_text())["info"]  # the line names the API, then the file
     assert first.startswith(f'mockserver: serving "{info["title"]}" {info["version"]} ({KINDGI_SPEC}) on {origin}')
     assert f"dashboard {origin}/__mock/" in first and f"docs {origin}/__mock/docs" in first
+    assert f"description {origin}/__mock/description" in first
 
 
 def _health(port: int, headers: dict[str, str] | None = None) -> int:

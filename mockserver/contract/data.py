@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import LoadError
+from ..base.pointers import pointer_join
 from ..spec.documents import read_document
 from ..spec.index import Operation, SpecIndex
+from .schema import nearest
 
 Combo = dict[tuple[str, str], Any]  # (location, name) -> value
 _SCALARS = (str, int, float, bool)
@@ -28,9 +30,10 @@ class DataError(ValueError):
 def load(path: Path, spec: SpecIndex) -> dict[str, list[Combo]]:
     """By operationId, the combinations of request values the file gives (the operation's own first)."""
     try:  # read as the description is: a problem named with its line, never the file's text
-        data = read_document(path).data or {}
+        document = read_document(path)
     except LoadError as exc:
         raise DataError(f"--data {exc}") from None
+    data = document.data or {}
     if not isinstance(data, dict) or set(data) - {"parameters", "operations"}:
         raise DataError(f"--data {path}: a mapping of `parameters` and `operations` is expected")
     parameters = data.get("parameters") or {}
@@ -38,9 +41,16 @@ def load(path: Path, spec: SpecIndex) -> dict[str, list[Combo]]:
     if not isinstance(parameters, dict) or not isinstance(operations, dict):
         raise DataError(f"--data {path}: `parameters` and `operations` are mappings")
     by_label = {f"{op.method.upper()} {op.path}": op for op in spec.operations.values()}
-    unknown = [name for name in operations if name not in spec.operations and name not in by_label]
-    if unknown:
-        raise DataError(f"--data {path}: no operation {', '.join(map(str, unknown))} in the description")
+    for name in operations:
+        if name not in spec.operations and name not in by_label:
+            where = f"--data {path}, line {document.line(pointer_join('/operations', name))}"
+            raise DataError(f"{where}: no operation {name} in the description (nearest: "
+                            f"{nearest(str(name), [*spec.operations, *by_label])})")
+    names = {p.name for op in spec.operations.values() for p in op.parameters}
+    for name in parameters:
+        if name not in names:  # it would be sent nowhere, silently
+            where = f"--data {path}, line {document.line(pointer_join('/parameters', name))}"
+            raise DataError(f"{where}: no operation has a parameter {name} (nearest: {nearest(str(name), names)})")
     found: dict[str, list[Combo]] = {}
     for op in spec.operations.values():
         own = operations.get(op.id) or operations.get(f"{op.method.upper()} {op.path}") or []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
@@ -15,6 +16,27 @@ from .results import Finding, Gap, OperationResult, RunResult
 
 _SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
+# what XML 1.0 forbids (C0 controls but tab, newline and return; lone surrogates; U+FFFE, U+FFFF) and what UTF-8
+# cannot write (lone surrogates): a fuzzed name or a server's answer may hold any of them
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(value: str) -> str:
+    """`value` with every character XML 1.0 or UTF-8 cannot carry written as its escape (`\\x0b`, `\\ud800`), so
+    a report always parses and still shows what was there."""
+    return _UNWRITABLE.sub(lambda found: found.group().encode("unicode_escape", "backslashreplace").decode("ascii"),
+                           value)
+
+
+def _printable_data(value: Any) -> Any:
+    """`printable` on every string (keys included) of a JSON value."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(key)): _printable_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_data(item) for item in value]
+    return value
 
 
 def text(result: RunResult) -> str:
@@ -54,7 +76,7 @@ def text(result: RunResult) -> str:
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
                   f"{len(findings)} failure(s), {len(result.errors)} error(s), {len(result.gaps)} untested in "
                   f"{result.elapsed:.1f} s · repeat with --seed {result.seed}"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _why(result: RunResult) -> list[str]:
@@ -168,23 +190,27 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
             ET.SubElement(properties, "property", name=f"observed {key}", value=str(count))
         if result.too_few_responses and not all(op.observed().values()):
             counts["failures"] += 1
-            ET.SubElement(case, "failure", message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, "
-                                                   f"below --min-responses {result.min_responses:g})")
+            ET.SubElement(case, "failure", type="min_responses",
+                          message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, below --min-responses "
+                                  f"{result.min_responses:g})")
     for gaps, failing in ((result.gaps, True), (result.excused, False)):
         for gap in gaps:
             counts["tests"] += 1
             counts["failures" if failing else "skipped"] += 1
             case = ET.SubElement(suite, "testcase", classname=gap.operation, name=f"tested: {gap.kind}")
-            ET.SubElement(case, "failure" if failing else "skipped",
+            ET.SubElement(case, "failure" if failing else "skipped", type=f"untested {gap.kind}",
                           message=_gap(gap) if failing else f"allowed untested: {_gap(gap)}")
     for error in result.errors:
         counts["tests"] += 1
         ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="run"), "error",
-                      message=error.splitlines()[0] if error else "error").text = error
+                      type="error", message=error.splitlines()[0] if error else "error").text = error
     for name, count in counts.items():
         suite.set(name, str(count))
     root = ET.Element("testsuites")
     root.append(suite)
+    for element in root.iter():
+        element.attrib = {name: printable(value) for name, value in element.attrib.items()}
+        element.text = printable(element.text) if element.text else element.text
     ET.indent(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
@@ -194,7 +220,8 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
 
 def as_json(result: RunResult) -> dict[str, Any]:
     """The run as data (`--report-json`): the verdict and why, per check and per operation the answers each check
-    passed, failed and did not apply to, and every failure with what was expected, what came back and its curl."""
+    passed, failed and did not apply to, and every failure with what was expected, what came back and its curl;
+    every string `printable`."""
     totals = {check: {"passed": 0, "failed": 0, "did_not_apply": 0} for check in result.checks}
     operations = []
     for op in _operations(result):
@@ -208,14 +235,14 @@ def as_json(result: RunResult) -> dict[str, Any]:
                            "probes": {str(status): n for status, n in sorted(op.probes.items())},
                            "responses": op.observed(), "checks": checks})
     observed, declared = result.responses
-    return {"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
+    return _printable_data({"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
             "max_examples": result.max_examples, "passed": result.passed, "elapsed_s": round(result.elapsed, 1),
             "operations_declared": result.declared, "operations_run": len(result.operations),
             "requests": result.requests,
             "responses": {"observed": observed, "declared": declared, "percent": round(result.response_percent, 1)},
             "checks": totals, "findings": [asdict(finding) for finding in _findings(result)],
             "gaps": [asdict(gap) for gap in result.gaps], "excused": [asdict(gap) for gap in result.excused],
-            "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations}
+            "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations})
 
 
 def write_json(result: RunResult, path: Path) -> None:

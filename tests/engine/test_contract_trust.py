@@ -1,0 +1,93 @@
+"""A contract report a CI pipeline and a busy engineer can trust (issue 34): the JUnit and JSON files always parse,
+whatever a fuzzed name or a server's answer holds; a flag that would be silently unused is refused; one root
+cause is one finding; and the real cause (no server, a wrong base path, refused credentials) comes first, fast.
+The servers are the Notes mock of tests/data/contract, broken on purpose, on a free port."""
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import KINDGI_SPEC, free_port
+from mockserver.cli import main
+from mockserver.contract import Finding, Gap, RunResult, as_json
+from mockserver.contract.report import junit, write_json
+from mockserver.contract.results import OperationResult
+from test_contract import NOTES, contract, json_body, notes_mock, on_response, respond, serving
+
+pytestmark = pytest.mark.slow  # whole contract runs
+
+# every character XML 1.0 forbids, those it allows only escaped, and what UTF-8 cannot write
+FUZZ = "".join(map(chr, range(32))) + "\x7f<&>\"'\ud800 \udfff \udbff\ufffe\uffff"  # no surrogate pair
+
+
+def parsed_junit(path: Path) -> ET.Element:
+    """The JUnit file, parsed, checked against the shape CI servers read (testsuites > testsuite > testcase, each
+    failure with a message and a type), and its one test suite."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 1 and {"name", "tests", "failures", "errors", "skipped"} <= set(suites[0].attrib)
+    for case in suites[0].iter("testcase"):
+        assert case.get("classname") and case.get("name"), case.attrib
+        for failure in case.findall("failure"):
+            assert failure.get("message") is not None and failure.get("type"), failure.attrib
+    return suites[0]
+
+
+def test_fuzzed_names_and_values_still_make_reports_that_parse(tmp_path: Path):
+    """Control characters and lone surrogates in every name and value a run reports: the files parse, each
+    forbidden character written as its escape, and every test case keeps its curl."""
+    label = f"GET /notes/{FUZZ}"
+    op = OperationResult(label, f"list{FUZZ}", declared=["200"], checked=1)
+    op.statuses[200] = 1
+    op.failed[f"check{FUZZ}"] = 1
+    finding = Finding(label, f"check{FUZZ}", f"title {FUZZ}", f"expected {FUZZ}", f"got {FUZZ}",
+                      f"curl -X GET 'http://127.0.0.1:1/notes/{FUZZ}'")
+    op.findings[(finding.check, finding.title)] = finding
+    result = RunResult("http://127.0.0.1:1", 1, 5, {}, operations={label: op}, errors=[f"error {FUZZ}"],
+                       checks=[f"check{FUZZ}"], notes=[f"note {FUZZ}"],
+                       gaps=[Gap("success", label, f"detail {FUZZ}")])
+    junit(result, tmp_path / "contract.xml")
+    write_json(result, tmp_path / "contract.json")
+    suite = parsed_junit(tmp_path / "contract.xml")
+    failed = [case for case in suite.iter("testcase") if case.get("name", "").startswith("check")]
+    classname = failed[0].get("classname", "") if len(failed) == 1 else ""
+    assert classname.startswith("GET /notes/\\x00\\x01\\x02") and classname.endswith("\\udbff\\ufffe\\uffff")
+    failure = failed[0].find("failure")
+    assert failure is not None and "\\x0b" in failure.get("message", "") and "\\ud800" in failure.get("message", "")
+    assert "reproduce: curl -X GET" in (failure.text or "")
+    data = json.loads((tmp_path / "contract.json").read_text(encoding="utf-8"))
+    assert data == as_json(result) and "\\x0b" in data["findings"][0]["title"] and "\\udfff" in data["notes"][0]
+
+
+def fuzzed_answers(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[str, list[tuple[str, str]],
+                                                                                       bytes]:
+    """The Notes mock's answers, broken with what a fuzzed server may send: a 200 whose note has a number for an
+    id and lone surrogates in its text, a 404 whose body is not JSON but every control character."""
+    if status.startswith("404"):
+        return status, headers, b'{"error": "' + bytes(range(32)) + b'"}'
+    def fuzz(page: Any) -> None:
+        for note in page["notes"][:1]:
+            note.update(id=42, text=FUZZ)
+    return json_body(fuzz)(status, headers, body)
+
+
+def test_a_run_against_a_server_answering_control_characters_writes_reports_that_parse(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    junit_path, json_path = tmp_path / "contract.xml", tmp_path / "contract.json"
+    with serving(on_response(fuzzed_answers)) as url:
+        code = contract(url, "--junit", str(junit_path), "--report-json", str(json_path))
+    output = capsys.readouterr().out
+    assert code == 1, output
+    suite = parsed_junit(junit_path)
+    failures = [failure for case in suite.iter("testcase") for failure in case.findall("failure")
+                if case.get("name") == "response_schema_conformance"]
+    assert failures and all("reproduce: curl -X GET" in (failure.text or "") for failure in failures)
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert any(finding["check"] == "response_schema_conformance" for finding in data["findings"]), data["findings"]
+    assert "\\ud800" in json_path.read_text(encoding="utf-8") and "\\x01" in output

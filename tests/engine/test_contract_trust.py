@@ -91,3 +91,45 @@ def test_a_run_against_a_server_answering_control_characters_writes_reports_that
     data = json.loads(json_path.read_text(encoding="utf-8"))
     assert any(finding["check"] == "response_schema_conformance" for finding in data["findings"]), data["findings"]
     assert "\\ud800" in json_path.read_text(encoding="utf-8") and "\\x01" in output
+
+
+PETS = ["--spec", str(NOTES.parent / "pets" / "openapi.yaml"), "--fixtures", str(NOTES.parent / "pets" / "fixtures")]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--basic", "user:wrong"], "--basic: no operation requires an HTTP basic scheme in "),
+    (["--token", "t"], "--token: no operation requires an HTTP bearer, OAuth 2, OpenID Connect or API key scheme"),
+    (["--api-key", "X-Key=k"], "--api-key X-Key: no operation requires an API key scheme named X-Key"),
+])
+def test_a_credential_no_operation_would_carry_is_refused_naming_the_flag(flags: list[str], says: str,
+                                                                          capsys: pytest.CaptureFixture[str]):
+    """Pets declares no security scheme: right and wrong passwords would make the same run, so the flag is refused
+    before any call, with the way to send it anyway."""
+    assert main(["contract", *PETS, *flags]) == 2
+    said = capsys.readouterr().err
+    assert says in said and "so no call would carry it" in said and "--header 'Authorization: …'" in said, said
+
+
+def test_credentials_a_scheme_takes_are_not_refused(capsys: pytest.CaptureFixture[str]):
+    """The Vault's schemes take basic and an API key named `api_key`: the flags pass, the operation does not."""
+    assert main(["contract", "--spec", str(NOTES.parent / "credentials" / "openapi.yaml"), "--basic", "u:p",
+                 "--api-key", "api_key=k", "--operation", "noSuchOp"]) == 2
+    assert "no operation noSuchOp" in capsys.readouterr().err
+
+
+def test_an_unknown_operation_names_at_most_five_nearest(capsys: pytest.CaptureFixture[str]):
+    assert main(["contract", *PETS, "--exclude-operation", "addPets"]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("mockserver: no operation addPets in ") and said.count("\n") == 0, said
+    nearest = said.split("(nearest: ")[1].rstrip(")").split(", ")
+    assert len(nearest) == 5 and nearest[0] == "addPet", said
+
+
+def test_a_data_parameter_no_operation_has_is_refused_with_its_line(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]):
+    data = tmp_path / "data.yaml"
+    data.write_text("parameters:\n  notebookId: [work]\n  notebookID: [work]\n")
+    assert main(["contract", "--spec", str(NOTES / "notes.yaml"), "--fixtures", str(NOTES / "fixtures"),
+                 "--data", str(data)]) == 2
+    said = capsys.readouterr().err
+    assert f"--data {data}, line 3: no operation has a parameter notebookID (nearest: notebookId" in said, said

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import MUST_APPLY
-from .results import Finding, Gap, OperationResult, RunResult
+from .results import Gap, OperationResult, Problem, RunResult
 
 _SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
@@ -58,12 +58,11 @@ def text(result: RunResult) -> str:
         for check in result.checks:
             mark, detail = _verdict(op, check)
             lines.append(f"  {mark:<4} {check:<30} {detail}")
-    findings = _findings(result)
-    for number, finding in enumerate(findings, 1):
-        times = f" ({finding.count} times)" if finding.count > 1 else ""
-        lines += ["", f"{number}. {finding.operation} · {finding.check}: {finding.title}{times}",
-                  *_field("expected", finding.expected), *_field("got", finding.got),
-                  *_field("reproduce", finding.curl)]
+    for number, problem in enumerate(result.problems(), 1):
+        lines += ["", f"{number}. {_problem(problem)}", *_field("cause", _cause(problem))]
+        example = problem.findings[0]
+        lines += [*_field("expected", example.expected), *_field("got", example.got)]
+        lines += [line for curl in problem.examples for line in _field("reproduce", curl)]
     if result.errors:
         lines += ["", "errors (the run could not test everything):"]
         for error in result.errors:
@@ -74,7 +73,7 @@ def text(result: RunResult) -> str:
     lines += ["", f"declared responses: {observed} of {declared} observed ({result.response_percent:.0f} %)"
                   + (f", --min-responses {result.min_responses:g} %" if result.min_responses is not None else "")]
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
-                  f"{len(findings)} failure(s), {len(result.errors)} error(s), {len(result.gaps)} untested in "
+                  f"{_problems(result)}, {len(result.errors)} error(s), {len(result.gaps)} untested in "
                   f"{result.elapsed:.1f} s · repeat with --seed {result.seed}"]
     return printable("\n".join(lines))
 
@@ -104,12 +103,37 @@ def _why(result: RunResult) -> list[str]:
         lines.append(f"  - only {observed} of {declared} declared responses observed "
                      f"({result.response_percent:.1f} %), below --min-responses {result.min_responses:g}; not seen: "
                      + unseen)
-    findings, errors = len(_findings(result)), len(result.errors)
-    if findings:
-        lines.append(f"  - {findings} check failure(s), listed below")
+    errors = len(result.errors)
+    if result.findings():
+        lines.append(f"  - {_problems(result)}, listed below")
     if errors:
         lines.append(f"  - {errors} error(s): the run could not test everything, listed below")
     return lines
+
+
+def _problems(result: RunResult) -> str:
+    """"12 problems (470 occurrences) in 31 operations": root causes, the failed answers they made, and where."""
+    problems = result.problems()
+    if not problems:
+        return "0 problems"
+    occurrences = sum(problem.count for problem in problems)
+    operations = len({label for problem in problems for label in problem.operations})
+    return (f"{len(problems)} problem{'s' * (len(problems) != 1)} ({occurrences} occurrence"
+            f"{'s' * (occurrences != 1)}) in {operations} operation{'s' * (operations != 1)}")
+
+
+def _problem(problem: Problem) -> str:
+    """A problem's heading: its first operation, check and title, and how often, where."""
+    first, count, operations = problem.findings[0], problem.count, problem.operations
+    where = f" in {len(operations)} operations of {problem.family}" if len(operations) > 1 else ""
+    times = f" ({count} occurrences{where})" if count > 1 else ""
+    return f"{first.operation} · {problem.check}: {first.title}{times}"
+
+
+def _cause(problem: Problem) -> str:
+    rules = f" · rules: {', '.join(problem.rules)}" if problem.rules else ""
+    operations = problem.operations
+    return problem.cause + rules + (f" · operations: {', '.join(operations)}" if len(operations) > 1 else "")
 
 
 def _gap(gap: Gap) -> str:
@@ -134,10 +158,6 @@ def _seen(statuses: dict[int, int]) -> str:
 
 def _operations(result: RunResult) -> list[OperationResult]:
     return sorted(result.operations.values(), key=lambda op: op.label)
-
-
-def _findings(result: RunResult) -> list[Finding]:
-    return [finding for op in _operations(result) for finding in op.findings.values()]
 
 
 def _verdict(op: OperationResult, check: str) -> tuple[str, str]:
@@ -177,7 +197,8 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
             failed = [f for f in op.findings.values() if f.check == check]
             for finding in failed:
                 failure = ET.SubElement(case, "failure", message=finding.title, type=check)
-                failure.text = f"expected: {finding.expected}\ngot: {finding.got}\nreproduce: {finding.curl}"
+                failure.text = (f"cause: {finding.cause}{f' ({finding.rule})' if finding.rule else ''}\n"
+                                f"expected: {finding.expected}\ngot: {finding.got}\nreproduce: {finding.curl}")
             counts["failures"] += bool(failed)
             if not failed and not op.passed[check]:
                 ET.SubElement(case, "skipped", message="did not apply")
@@ -235,14 +256,24 @@ def as_json(result: RunResult) -> dict[str, Any]:
                            "probes": {str(status): n for status, n in sorted(op.probes.items())},
                            "responses": op.observed(), "checks": checks})
     observed, declared = result.responses
+    problems = result.problems()
     return _printable_data({"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
             "max_examples": result.max_examples, "passed": result.passed, "elapsed_s": round(result.elapsed, 1),
             "operations_declared": result.declared, "operations_run": len(result.operations),
             "requests": result.requests,
             "responses": {"observed": observed, "declared": declared, "percent": round(result.response_percent, 1)},
-            "checks": totals, "findings": [asdict(finding) for finding in _findings(result)],
+            "checks": totals, "problems": [_problem_data(problem) for problem in problems],
+            "occurrences": sum(problem.count for problem in problems),
+            "findings": [asdict(finding) for op in _operations(result) for finding in op.findings.values()],
             "gaps": [asdict(gap) for gap in result.gaps], "excused": [asdict(gap) for gap in result.excused],
             "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations})
+
+
+def _problem_data(problem: Problem) -> dict[str, Any]:
+    first = problem.findings[0]
+    return {"check": problem.check, "family": problem.family, "cause": problem.cause, "rules": problem.rules,
+            "title": first.title, "count": problem.count, "operations": problem.operations,
+            "expected": first.expected, "got": first.got, "examples": problem.examples}
 
 
 def write_json(result: RunResult, path: Path) -> None:

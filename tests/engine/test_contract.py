@@ -466,7 +466,7 @@ def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, 
     code = main(["contract", "--max-examples", "5", "--seed", "3", "--junit", str(report)])
     output = capsys.readouterr().out
     assert code == 0, output
-    assert re.search(r"^PASSED: 4 operations, \d+ requests, 0 failure\(s\), 0 error\(s\), 0 untested", output, re.M)
+    assert re.search(r"^PASSED: 4 operations, \d+ requests, 0 problems, 0 error\(s\), 0 untested", output, re.M)
     assert all("answers: 200×" in line for line in operation_lines(output).values()), output
     cases = {(case.get("classname"), case.get("name")): case for case in ET.parse(report).getroot().iter("testcase")}
     walk = cases[("GET /v1/test-sets", "cursor_walk")]

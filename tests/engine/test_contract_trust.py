@@ -5,6 +5,7 @@ The servers are the Notes mock of tests/data/contract, broken on purpose, on a f
 from __future__ import annotations
 
 import json
+import re
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,7 +18,7 @@ from mockserver.cli import main
 from mockserver.contract import Finding, Gap, RunResult, as_json
 from mockserver.contract.report import junit, write_json
 from mockserver.contract.results import OperationResult
-from test_contract import NOTES, contract, json_body, notes_mock, on_response, respond, serving
+from test_contract import NOTES, contract, json_body, on_request, on_response, query_without, serving, valid_limit
 
 pytestmark = pytest.mark.slow  # whole contract runs
 
@@ -48,7 +49,7 @@ def test_fuzzed_names_and_values_still_make_reports_that_parse(tmp_path: Path):
     op.failed[f"check{FUZZ}"] = 1
     finding = Finding(label, f"check{FUZZ}", f"title {FUZZ}", f"expected {FUZZ}", f"got {FUZZ}",
                       f"curl -X GET 'http://127.0.0.1:1/notes/{FUZZ}'")
-    op.findings[(finding.check, finding.title)] = finding
+    op.findings[(finding.check, finding.cause, finding.rule)] = finding
     result = RunResult("http://127.0.0.1:1", 1, 5, {}, operations={label: op}, errors=[f"error {FUZZ}"],
                        checks=[f"check{FUZZ}"], notes=[f"note {FUZZ}"],
                        gaps=[Gap("success", label, f"detail {FUZZ}")])
@@ -133,3 +134,29 @@ def test_a_data_parameter_no_operation_has_is_refused_with_its_line(tmp_path: Pa
                  "--data", str(data)]) == 2
     said = capsys.readouterr().err
     assert f"--data {data}, line 3: no operation has a parameter notebookID (nearest: notebookId" in said, said
+
+
+def test_one_root_cause_is_one_problem_with_its_rules_and_two_reproductions(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]):
+    """A server that accepts `limit=11`, `limit=0` and `limit=abc`: one problem (the query parameter `limit`) with
+    all three rules, not many findings under the first; the summary and the JSON count problems and occurrences."""
+    out = tmp_path / "report.json"
+    with serving(on_request(query_without("limit", unless=valid_limit))) as url:
+        assert contract(url, "--report-json", str(out)) == 1
+    output = capsys.readouterr().out
+    problems = re.findall(r"^\d+\. GET \S+ · (\w+): .*$", output, re.M)
+    assert problems == ["negative_data_rejection"], output
+    heading = output.index("1. GET ")
+    cause = output[heading:].splitlines()[1]
+    assert cause.startswith("   cause:     query limit · rules: ") and {
+        "Value greater than maximum", "Value smaller than minimum", "Incorrect type"} <= set(
+        cause.split("rules: ")[1].split(", ")), output
+    reproductions = [line for line in output[heading:].split("\n\n")[0].splitlines() if "reproduce: curl" in line]
+    assert len(reproductions) == 2 and reproductions[0] != reproductions[1], output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    [problem] = data["problems"]
+    assert problem["cause"] == "query limit" and problem["family"] == "/notebooks" and len(problem["examples"]) == 2
+    assert problem["count"] == data["occurrences"] == sum(f["count"] for f in data["findings"]) > 2
+    assert len(problem["rules"]) == len(data["findings"]) >= 3
+    assert re.search(rf"^FAILED: 1 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 1 "
+                     r"operation, 0 error\(s\)", output, re.M), output

@@ -43,7 +43,7 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
     for op in spec.operations.values():
-        if not _is_list(op, spec.docs) or _label(op) not in allowed:
+        if not is_list(op, spec.docs) or _label(op) not in allowed:
             continue
         for query in _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
@@ -126,7 +126,7 @@ def _has_default(parameter: Parameter) -> bool:
     return isinstance(parameter.schema.node, dict) and "default" in parameter.schema.node if parameter.schema else False
 
 
-def _is_list(op: Operation, docs: DocumentSet) -> bool:
+def is_list(op: Operation, docs: DocumentSet) -> bool:
     return op.method.upper() == "GET" and not _needed(op, docs)
 
 
@@ -143,12 +143,8 @@ def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
 def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
          timeout: float | None) -> tuple[Exchange | None, str | None]:
     """A success answer to a GET of `op` with these values (None for any other answer), and what went wrong."""
-    path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
-    query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
     try:
-        response = requests.get(base_url + path, params={**credentials.query, **query},
-                                headers={**headers, **credentials.headers}, cookies=credentials.cookies,
-                                timeout=timeout or 10)
+        response = call(base_url, op, combo, credentials, headers, timeout)
     except requests.RequestException as exc:
         return None, type(exc).__name__
     if response.status_code in (401, 403):
@@ -160,6 +156,15 @@ def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers:
     except ValueError:
         body = None
     return Exchange("GET", combo, response.status_code, response.headers, body), None
+
+
+def call(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
+         timeout: float | None) -> requests.Response:
+    """A GET of `op` with these values and credentials (raises requests' errors)."""
+    path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
+    query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
+    return requests.get(base_url + path, params={**credentials.query, **query}, headers={**headers,
+                        **credentials.headers}, cookies=credentials.cookies, timeout=timeout or 10)
 
 
 def _objects_in_arrays(body: Any) -> Iterator[dict[str, Any]]:

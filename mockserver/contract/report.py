@@ -82,7 +82,7 @@ def _why(result: RunResult) -> list[str]:
     """Why the run failed, before anything else: what it could not check, then how many failures and errors."""
     if result.passed:
         return []
-    lines = ["FAILED:"]
+    lines = ["FAILED:", *([f"  - {result.blocked}"] if result.blocked else [])]
     by_kind: dict[str, list[Gap]] = {}
     for gap in result.gaps:
         by_kind.setdefault(gap.kind, []).append(gap)
@@ -221,6 +221,11 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
             case = ET.SubElement(suite, "testcase", classname=gap.operation, name=f"tested: {gap.kind}")
             ET.SubElement(case, "failure" if failing else "skipped", type=f"untested {gap.kind}",
                           message=_gap(gap) if failing else f"allowed untested: {_gap(gap)}")
+    if result.blocked:
+        counts["tests"] += 1
+        counts["failures"] += 1
+        ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="preflight"), "failure",
+                      type="preflight", message=result.blocked)
     for error in result.errors:
         counts["tests"] += 1
         ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="run"), "error",
@@ -257,8 +262,9 @@ def as_json(result: RunResult) -> dict[str, Any]:
                            "responses": op.observed(), "checks": checks})
     observed, declared = result.responses
     problems = result.problems()
-    return _printable_data({"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
-            "max_examples": result.max_examples, "passed": result.passed, "elapsed_s": round(result.elapsed, 1),
+    data = {"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
+            "max_examples": result.max_examples, "passed": result.passed, "blocked": result.blocked,
+            "elapsed_s": round(result.elapsed, 1),
             "operations_declared": result.declared, "operations_run": len(result.operations),
             "requests": result.requests,
             "responses": {"observed": observed, "declared": declared, "percent": round(result.response_percent, 1)},
@@ -266,7 +272,8 @@ def as_json(result: RunResult) -> dict[str, Any]:
             "occurrences": sum(problem.count for problem in problems),
             "findings": [asdict(finding) for op in _operations(result) for finding in op.findings.values()],
             "gaps": [asdict(gap) for gap in result.gaps], "excused": [asdict(gap) for gap in result.excused],
-            "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations})
+            "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations}
+    return _printable_data(data)
 
 
 def _problem_data(problem: Problem) -> dict[str, Any]:

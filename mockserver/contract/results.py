@@ -141,10 +141,11 @@ class RunResult:
     min_responses: float | None = None  # percent of declared responses the run must observe, if any
     mode: str = "all"  # Schemathesis' generation mode: positive, negative or all
     phases: list[str] = field(default_factory=list)  # Schemathesis' phases the run had
+    blocked: str | None = None  # why the preflight stopped the run before any check (see preflight.py)
 
     @property
     def passed(self) -> bool:
-        return (not self.errors and not self.gaps and not self.too_few_responses
+        return (not self.blocked and not self.errors and not self.gaps and not self.too_few_responses
                 and not any(op.findings for op in self.operations.values()))
 
     @property

@@ -12,13 +12,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_contract import (
+    NOTES,
+    contract,
+    json_body,
+    on_request,
+    on_response,
+    query_without,
+    serving,
+    valid_limit,
+    vault_contract,
+    vault_mock,
+    why,
+)
 
-from conftest import KINDGI_SPEC, free_port
+from conftest import free_port
 from mockserver.cli import main
 from mockserver.contract import Finding, Gap, RunResult, as_json
 from mockserver.contract.report import junit, write_json
 from mockserver.contract.results import OperationResult
-from test_contract import NOTES, contract, json_body, on_request, on_response, query_without, serving, valid_limit
 
 pytestmark = pytest.mark.slow  # whole contract runs
 
@@ -160,3 +172,41 @@ def test_one_root_cause_is_one_problem_with_its_rules_and_two_reproductions(tmp_
     assert len(problem["rules"]) == len(data["findings"]) >= 3
     assert re.search(rf"^FAILED: 1 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 1 "
                      r"operation, 0 error\(s\)", output, re.M), output
+
+
+def test_an_unreachable_target_is_said_first_within_three_seconds(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]):
+    port = free_port()  # nobody listens on it once closed
+    report = tmp_path / "contract.xml"
+    started = time.monotonic()
+    code = contract(f"http://127.0.0.1:{port}/api", "--junit", str(report))
+    elapsed = time.monotonic() - started
+    output = capsys.readouterr().out
+    assert code == 1 and elapsed < 3, (elapsed, output)
+    assert why(output) == [f"  - cannot connect to http://127.0.0.1:{port}/api: connection refused"], output
+    [case] = parsed_junit(report).iter("testcase")
+    failure = case.find("failure")
+    assert failure is not None and "connection refused" in failure.get("message", "")
+
+
+def test_a_wrong_base_path_is_said_first_naming_the_servers_path(capsys: pytest.CaptureFixture[str]):
+    """The Vault's servers say /v1; called without it, every first call is a 404: the run says so and stops."""
+    with serving(vault_mock(), "") as url:
+        code = vault_contract(url)
+    output = capsys.readouterr().out
+    assert code == 1, output
+    [reason] = why(output)
+    assert reason.startswith("  - every first call answered 404 (GET /records 404, ") and reason.endswith(
+        f"is the base path of {url} right? the description's servers say /v1, so --url should end with it"), output
+    assert " 0 requests" in output.splitlines()[-1], output
+
+
+def test_refused_credentials_are_said_first_and_nothing_is_fuzzed(capsys: pytest.CaptureFixture[str]):
+    with serving(vault_mock(), "/v1") as url:
+        code = vault_contract(url, "--token", "wrong", "--basic", "wrong:wrong")
+    output = capsys.readouterr().out
+    assert code == 1, output
+    [reason] = why(output)
+    assert reason.startswith("  - the credentials never authenticated: every first call that carried them was "
+                             "refused (GET /records 401, "), output
+    assert " 0 requests" in output.splitlines()[-1], output

@@ -895,7 +895,7 @@ def test_data_per_parameter_pairs_the_nth_values(tmp_path: Path):
 @pytest.mark.parametrize("content, says", [
     ("operations:\n  noSuchOperation: []\n", "no operation noSuchOperation"),
     ("operations:\n  listTestSets:\n    - {nope: 1}\n", "listTestSets has no parameter nope"),
-    ("- just a list\n", "a mapping of `parameters` and `operations` is expected"),
+    ("- just a list\n", "a mapping of `parameters`, `operations` and `paths` is expected"),
     ("parameters: x: quoted-nowhere\n", "data.yaml:1: /: not valid YAML: mapping values are not allowed in this "
                                          "context (column 14) [syntax]"),
 ])

@@ -25,6 +25,7 @@ from test_contract import (
     vault_mock,
     why,
 )
+from werkzeug.wrappers import Request, Response
 
 from conftest import free_port
 from mockserver.cli import main
@@ -210,3 +211,93 @@ def test_refused_credentials_are_said_first_and_nothing_is_fuzzed(capsys: pytest
     assert reason.startswith("  - the credentials never authenticated: every first call that carried them was "
                              "refused (GET /records 401, "), output
     assert " 0 requests" in output.splitlines()[-1], output
+
+
+FLOWS = """\
+openapi: 3.0.3
+info: {title: Flows, version: 1.0.0}
+servers: [{url: /api}]
+paths:
+  /flows/search:
+    post:
+      operationId: searchFlows
+      requestBody:
+        content: {application/json: {schema: {type: object, properties: {name: {type: string}}}}}
+      responses:
+        '200':
+          description: The flows found.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [data]
+                properties: {data: {type: array, items: {$ref: '#/components/schemas/Thing'}}}
+  /flows/{id}:
+    get:
+      operationId: getFlow
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses:
+        '200': {description: A flow., content: {application/json: {schema: {$ref: '#/components/schemas/Thing'}}}}
+        '404': {description: No such flow., content: {application/json: {schema: {type: object}}}}
+  /owners/{id}:
+    get:
+      operationId: getOwner
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses:
+        '200': {description: An owner., content: {application/json: {schema: {$ref: '#/components/schemas/Thing'}}}}
+        '404': {description: No such owner., content: {application/json: {schema: {type: object}}}}
+components:
+  schemas:
+    Thing: {type: object, required: [id], properties: {id: {type: string}}}
+"""
+HELD = {"flows": ["flow-1", "flow-2"], "owners": ["owner-1"]}
+
+
+@Request.application
+def flows(request: Request) -> Response:
+    """Flows listed by a search only (no GET list), and owners that no list gives; both found by id."""
+    parts = request.path.strip("/").split("/")  # api, flows|owners, id|search
+    if parts[1:] == ["flows", "search"] and request.method == "POST":
+        return Response(json.dumps({"data": [{"id": id} for id in HELD["flows"]]}), content_type="application/json")
+    if len(parts) == 3 and request.method == "GET" and parts[2] in HELD.get(parts[1], []):
+        return Response(json.dumps({"id": parts[2]}), content_type="application/json")
+    return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
+
+
+def flows_contract(tmp_path: Path, url: str, *extra: str) -> int:
+    spec = tmp_path / "flows.yaml"
+    spec.write_text(FLOWS)
+    return main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "examples",
+                 "--max-examples", "2", "--seed", "1", "--no-force", "--exclude-checks", "unsupported_method",
+                 *extra])
+
+
+def test_ids_are_discovered_from_a_search_operation(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """No GET lists the flows: `POST /flows/search` with `{}` does, and its items' ids reach GET /flows/{id}. A
+    read-only run sends no POST, so it discovers nothing there."""
+    with serving(flows) as url:
+        code = flows_contract(tmp_path, url, "--operation", "searchFlows", "getFlow", "--allow-untested", "searchFlows")
+        output = capsys.readouterr().out
+        assert code == 0, output
+        assert "ids discovered on the target: getFlow (2)" in output, output
+        assert re.search(r"^GET /flows/\{id\}  getFlow  · \d+ answers: 200×\d+$", output, re.M), output
+        flows_contract(tmp_path, url, "--operation", "getFlow", "--read-only")
+        assert "ids discovered on the target: none" in capsys.readouterr().out
+
+
+def test_data_values_per_path_family_reach_only_that_family(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`id` names a flow under /flows/{id} and an owner under /owners/{id}: values given per path family go to
+    the operations of that family only."""
+    data = tmp_path / "data.yaml"
+    data.write_text("paths:\n  /flows/{id}: [{id: flow-2}]\n  /owners/{id}:\n    - {id: owner-1}\n")
+    with serving(flows) as url:
+        code = flows_contract(tmp_path, url, "--operation", "getFlow", "getOwner", "--no-discover", "--data",
+                              str(data))
+        output = capsys.readouterr().out
+        assert code == 0, output
+        assert "values from --data: getFlow (1), getOwner (1)" in output, output
+        lines = [line for line in output.splitlines() if line.startswith("GET /")]
+        assert len(lines) == 2 and all(re.search(r"answers: 200×\d+$", line) for line in lines), output
+        data.write_text("paths:\n  /flow/{id}: [{id: flow-2}]\n")
+        assert flows_contract(tmp_path, url, "--data", str(data)) == 2
+    assert "line 2: no path /flow/{id} in the description (nearest: /flows/{id}" in capsys.readouterr().err

@@ -112,7 +112,7 @@ def _why(result: RunResult) -> list[str]:
 
 
 def _problems(result: RunResult) -> str:
-    """"12 problems (470 occurrences) in 31 operations": root causes, the failed answers they made, and where."""
+    """Root causes, the failed answers they made, and where: `12 problems (470 occurrences) in 31 operations`."""
     problems = result.problems()
     if not problems:
         return "0 problems"
@@ -131,6 +131,7 @@ def _problem(problem: Problem) -> str:
 
 
 def _cause(problem: Problem) -> str:
+    """What broke, the distinct rules broken there, and the operations where (when more than one)."""
     rules = f" · rules: {', '.join(problem.rules)}" if problem.rules else ""
     operations = problem.operations
     return problem.cause + rules + (f" · operations: {', '.join(operations)}" if len(operations) > 1 else "")
@@ -195,10 +196,11 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
                                 ("did not apply", op.skipped(check))):
                 ET.SubElement(properties, "property", name=name, value=str(count))
             failed = [f for f in op.findings.values() if f.check == check]
-            for finding in failed:
-                failure = ET.SubElement(case, "failure", message=finding.title, type=check)
-                failure.text = (f"cause: {finding.cause}{f' ({finding.rule})' if finding.rule else ''}\n"
-                                f"expected: {finding.expected}\ngot: {finding.got}\nreproduce: {finding.curl}")
+            if failed:  # one failure element (as every JUnit schema allows), every cause in its body
+                more = f" (and {len(failed) - 1} other cause{'s' * (len(failed) > 2)})" if len(failed) > 1 else ""
+                ET.SubElement(case, "failure", message=failed[0].title + more, type=check).text = "\n\n".join(
+                    f"cause: {f.cause}{f' ({f.rule})' if f.rule else ''} · {f.count} time{'s' * (f.count != 1)}\n"
+                    f"expected: {f.expected}\ngot: {f.got}\nreproduce: {f.curl}" for f in failed)
             counts["failures"] += bool(failed)
             if not failed and not op.passed[check]:
                 ET.SubElement(case, "skipped", message="did not apply")

@@ -2,9 +2,11 @@
 on a real deployment (other data, another tenant), and calls with them only reach 404s.
 
 The run calls each list operation (a `GET` that needs no path value and no query value it has no default for)
-with its own credentials, once as it is and once per value of each of its enum query parameters, and each search
-operation (a `POST …/filter`, `…/search` or `…/query` that takes an empty JSON object; not in a read-only run)
-with `{}`, and reads the items of the JSON answers (objects in an array, at the top or one level down). An
+with its own credentials, once as it is and once per value of each of its enum query parameters; outside a
+read-only run also each search operation (a `POST …/filter`, `…/search` or `…/query` that takes an empty JSON
+object) with `{}` and each create (another `POST` that needs no value) with its request body's first example. It
+reads the items of the JSON answers (objects in an array, at the top or one level down; a create's answer, with
+the id its `Location` header ends with). An
 operation that needs path (or required query) values then gets each from one item: a field of the parameter's own
 name (at any depth: `spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource
 (`testSetId` and the items of `/v1/test-sets`, or of a `POST /v1/test-sets/search`). All of an operation's values
@@ -39,26 +41,26 @@ _SEARCH = re.compile(r"/(filter|search|query)$", re.IGNORECASE)  # the last segm
 
 
 def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dict[str, str],
-             timeout: float | None, allowed: set[str], searches: bool = True) -> tuple[dict[str, list[Combo]],
-                                                                                       list[str]]:
+             timeout: float | None, allowed: set[str], posts: bool = True) -> tuple[dict[str, list[Combo]],
+                                                                                    list[str]]:
     """By operationId, the combinations of request values found; and what went wrong, for the report. Only the
-    `allowed` operations (by label: those the run calls) are called; `searches`: the search operations too (a
-    `POST`, left out of a read-only run)."""
+    `allowed` operations (by label: those the run calls) are called; `posts`: searches and creates too (left out
+    of a read-only run)."""
     linked, problems = links_to(spec)
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
     for op in spec.operations.values():
-        search = searches and is_search(op, spec.docs)
-        if not (search or is_list(op, spec.docs)) or _label(op) not in allowed:
+        body = _post_body(op, spec.docs) if posts else None
+        if not (body is not None or is_list(op, spec.docs)) or _label(op) not in allowed:
             continue
-        resource = _resource(_SEARCH.sub("", op.path) if search else op.path)
-        for query in [{}] if search else _queries(op, spec.docs):
+        resource = _resource(_SEARCH.sub("", op.path))
+        for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
-            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout,
-                                     {} if search else None)
+            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
                 items += [(resource, item) for item in _objects_in_arrays(exchange.body)]
+                items += [(resource, item) for item in _created(op, exchange)]
             if problem:
                 problems.append(f"{_label(op)}: {problem}")
                 break
@@ -138,14 +140,28 @@ def is_list(op: Operation, docs: DocumentSet) -> bool:
     return op.method.upper() == "GET" and not _needed(op, docs)
 
 
-def is_search(op: Operation, docs: DocumentSet) -> bool:
-    """A `POST …/filter|search|query` that needs no value and takes an empty JSON object as its body: it lists
-    where an API has no `GET` list (as many do)."""
-    if op.method.upper() != "POST" or not _SEARCH.search(op.path) or _needed(op, docs):
-        return False
+def _post_body(op: Operation, docs: DocumentSet) -> Any:
+    """The JSON body discovery sends a `POST` that needs no value: `{}` to a search (`…/filter|search|query`, which
+    lists where an API has no `GET` list) that takes it, a create's first example; None for any other operation."""
+    if op.method.upper() != "POST" or _needed(op, docs):
+        return None
     body = op.request_body
     json_media = [media for name, media in (body.content.items() if body else ()) if "json" in name]
-    return body is None or any(media.schema is None or media.schema.validator.is_valid({}) for media in json_media)
+    if _SEARCH.search(op.path):
+        fits = body is None or any(media.schema is None or media.schema.validator.is_valid({}) for media in json_media)
+        return {} if fits else None
+    return next((example for media in json_media for example in media.examples.values()), None)
+
+
+def _created(op: Operation, exchange: Exchange) -> list[dict[str, Any]]:
+    """What a create answered: its body, with the id its `Location` header ends with (the body's own id first)."""
+    if _SEARCH.search(op.path):
+        return []
+    location = exchange.headers.get("Location", "").split("?")[0].rstrip("/")
+    item = {"id": location.rsplit("/", 1)[-1]} if location else {}
+    if isinstance(exchange.body, dict):
+        item.update(exchange.body)
+    return [item] if item else []
 
 
 def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:

@@ -127,7 +127,7 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         if options.url is not None and options.discover:
             discovered, problems = discover(spec, options.url.rstrip("/"), sent, options.headers,
                                             options.request_timeout, _callable(spec, options),
-                                            searches=not options.read_only)
+                                            posts=not options.read_only)
             found.append(("discovered", discovered))
             notes.extend(f"discovery: {problem}" for problem in problems)
         return found

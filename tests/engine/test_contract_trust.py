@@ -219,6 +219,14 @@ openapi: 3.0.3
 info: {title: Flows, version: 1.0.0}
 servers: [{url: /api}]
 paths:
+  /flows:
+    post:
+      operationId: createFlow
+      requestBody:
+        required: true
+        content: {application/json: {schema: {type: object}, example: {name: nightly}}}
+      responses:
+        '201': {description: Created; where is in Location., content: {application/json: {schema: {type: object}}}}
   /flows/search:
     post:
       operationId: searchFlows
@@ -251,16 +259,21 @@ components:
   schemas:
     Thing: {type: object, required: [id], properties: {id: {type: string}}}
 """
-HELD = {"flows": ["flow-1", "flow-2"], "owners": ["owner-1"]}
+HELD = {"flows": ["flow-1", "flow-2"], "owners": ["owner-1"], "created": []}
 
 
 @Request.application
 def flows(request: Request) -> Response:
-    """Flows listed by a search only (no GET list), and owners that no list gives; both found by id."""
+    """Flows listed by a search only (no GET list), a flow created found at its `Location` only, and owners that
+    no list gives; all found by id."""
     parts = request.path.strip("/").split("/")  # api, flows|owners, id|search
+    if parts[1:] == ["flows"] and request.method == "POST":
+        HELD["created"].append(f"flow-new-{len(HELD['created'])}")
+        return Response(request.get_data(), 201, content_type="application/json",
+                        headers={"Location": f"/api/flows/{HELD['created'][-1]}"})
     if parts[1:] == ["flows", "search"] and request.method == "POST":
         return Response(json.dumps({"data": [{"id": id} for id in HELD["flows"]]}), content_type="application/json")
-    if len(parts) == 3 and request.method == "GET" and parts[2] in HELD.get(parts[1], []):
+    if len(parts) == 3 and request.method == "GET" and parts[2] in HELD.get(parts[1], []) + HELD["created"]:
         return Response(json.dumps({"id": parts[2]}), content_type="application/json")
     return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
 
@@ -302,3 +315,14 @@ def test_data_values_per_path_family_reach_only_that_family(tmp_path: Path, caps
         data.write_text("paths:\n  /flow/{id}: [{id: flow-2}]\n")
         assert flows_contract(tmp_path, url, "--data", str(data)) == 2
     assert "line 2: no path /flow/{id} in the description (nearest: /flows/{id}" in capsys.readouterr().err
+
+
+def test_ids_are_discovered_from_what_a_create_answers(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """POST /flows (its example as the body) answers where the flow is in `Location`: GET /flows/{id} gets it."""
+    HELD["created"].clear()
+    with serving(flows) as url:
+        code = flows_contract(tmp_path, url, "--operation", "createFlow", "getFlow")
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "ids discovered on the target: getFlow (1)" in output, output
+    assert re.search(r"^GET /flows/\{id\}  getFlow  · \d+ answers: 200×\d+$", output, re.M), output

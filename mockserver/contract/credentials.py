@@ -105,24 +105,19 @@ def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]]
     return Sent()
 
 
-def unused(raw: dict[str, Any], docs: DocumentSet, schemes: dict[str, dict[str, Any]],
-           credentials: Credentials) -> list[tuple[str, str]]:
-    """(flag, why) of each credential given that no security scheme an operation requires takes: `--basic` where
-    the description declares no HTTP basic scheme would otherwise be sent nowhere, silently."""
-    default = raw.get("security") or []
-    required = [schemes.get(name) for _, node in operations(raw, docs)
-                for requirement in node.get("security", default) or [] if isinstance(requirement, dict)
-                for name in requirement]
+def unused(schemes: dict[str, dict[str, Any]], credentials: Credentials) -> list[tuple[str, str]]:
+    """(flag, why) of each credential given that no security scheme of the description takes: `--basic` where it
+    declares no HTTP basic scheme would otherwise be sent nowhere, silently. `schemes`: by name, `$ref`s followed."""
     given = [("--token", Credentials(token=credentials.token),
-              "no operation requires an HTTP bearer, OAuth 2, OpenID Connect or API key scheme"),
-             ("--basic", Credentials(basic=credentials.basic), "no operation requires an HTTP basic scheme"),
+              "the description declares no HTTP bearer, OAuth 2, OpenID Connect or API key scheme"),
+             ("--basic", Credentials(basic=credentials.basic), "the description declares no HTTP basic scheme"),
              ("--auth-bearer", Credentials(bearer=credentials.bearer),
-              "no operation requires an HTTP bearer, OAuth 2 or OpenID Connect scheme"),
+              "the description declares no HTTP bearer, OAuth 2 or OpenID Connect scheme"),
              *((f"--api-key {name}", Credentials(api_keys={name: value}),
-                f"no operation requires an API key scheme named {name}")
+                f"the description declares no API key scheme named {name}")
                for name, value in credentials.api_keys.items())]
     return [(flag, why) for flag, one, why in given
-            if one and not any(credential(scheme, one) is not None for scheme in required)]
+            if one and not any(credential(scheme, one) is not None for scheme in schemes.values())]
 
 
 def operations(raw: dict[str, Any], docs: DocumentSet) -> Iterator[tuple[str, dict[str, Any]]]:

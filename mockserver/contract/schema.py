@@ -78,7 +78,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
                   api_keys: dict[str, str] | None = None, fixture_values: bool = True,
                   allow_outside: tuple[Path, ...] = ()) -> Contract:
     """Raises LoadError (every problem of the description and fixtures), UnknownOperation or UnusedCredential (a
-    credential given that no operation's security scheme takes).
+    credential given that no security scheme of the description takes).
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
     security requirement puts them (see `credentials.py`), `bearer` and `api_keys` (by the key's name) in the
@@ -97,9 +97,9 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     raw = docs.root.data
     inline_operations(raw, docs)
     given = Credentials(token, basic, bearer, dict(api_keys or {}))
-    refused = unused(raw, docs, pipeline.spec.security_schemes, given)
+    refused = unused(pipeline.spec.security_schemes, given)
     if refused:
-        raise UnusedCredential("; ".join(f"{flag}: {why} in {spec}, so no call would carry it"
+        raise UnusedCredential("; ".join(f"{flag}: {why} ({spec}), so no call would carry it"
                                          for flag, why in refused)
                                + "; to send a credential on every call anyway: --header 'Authorization: …'")
     if default_token:

@@ -112,9 +112,10 @@ PETS = ["--spec", str(NOTES.parent / "pets" / "openapi.yaml"), "--fixtures", str
 
 
 @pytest.mark.parametrize("flags, says", [
-    (["--basic", "user:wrong"], "--basic: no operation requires an HTTP basic scheme in "),
-    (["--token", "t"], "--token: no operation requires an HTTP bearer, OAuth 2, OpenID Connect or API key scheme"),
-    (["--api-key", "X-Key=k"], "--api-key X-Key: no operation requires an API key scheme named X-Key"),
+    (["--basic", "user:wrong"], "--basic: the description declares no HTTP basic scheme ("),
+    (["--token", "t"], "--token: the description declares no HTTP bearer, OAuth 2, OpenID Connect or API key "
+                       "scheme ("),
+    (["--api-key", "X-Key=k"], "--api-key X-Key: the description declares no API key scheme named X-Key ("),
 ])
 def test_a_credential_no_operation_would_carry_is_refused_naming_the_flag(flags: list[str], says: str,
                                                                           capsys: pytest.CaptureFixture[str]):

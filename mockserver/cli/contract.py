@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         return contract.check(options, args.junit, json_path=args.report_json)
     except LoadError as exc:
         report(exc)
-    except (contract.UnknownOperation, contract.DataError) as exc:
+    except (contract.UnknownOperation, contract.UnusedCredential, contract.DataError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
 

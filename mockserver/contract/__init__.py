@@ -12,19 +12,20 @@ from .data import DataError
 from .report import as_json, junit, text, write_json
 from .results import Finding, Gap, RunResult, fold
 from .runner import DEFAULT_MAX_EXAMPLES, MODES, PHASES, CoverageCap, RunOptions, run
-from .schema import Contract, UnknownOperation, inline_operations, load_contract
+from .schema import Contract, UnknownOperation, UnusedCredential, inline_operations, load_contract
 
 __all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding",
-           "Gap", "RunOptions", "RunResult", "Sent", "UnknownOperation", "as_json", "check", "fold",
+           "Gap", "RunOptions", "RunResult", "Sent", "UnknownOperation",
+           "UnusedCredential", "as_json", "check", "fold",
            "inline_operations", "load_contract", "run"]
 
 
 def check(options: RunOptions, junit_path: Path | None = None, progress: TextIO | None = None,
           json_path: Path | None = None) -> int:
     """Run, print the report, write the JUnit file and the JSON report (`as_json`) if asked: 0 when everything
-    passed, else 1. Raises LoadError or
-    UnknownOperation (usage problems, exit 2 for the CLI) before any call. As it goes, a line per operation and
-    phase on `progress`, and the JUnit file rewritten, so a run killed by a CI timeout leaves a partial report."""
+    passed, else 1. Raises LoadError, UnknownOperation or UnusedCredential (usage problems, exit 2 for the CLI)
+    before any call. As it goes, a line per operation and phase on `progress`, and the JUnit file rewritten, so a
+    run killed by a CI timeout leaves a partial report."""
 
     shown = progress or sys.stderr  # the stream of the moment (not the one when this module was imported)
 

@@ -105,6 +105,21 @@ def for_requirements(requirements: list[Any], schemes: dict[str, dict[str, Any]]
     return Sent()
 
 
+def unused(schemes: dict[str, dict[str, Any]], credentials: Credentials) -> list[tuple[str, str]]:
+    """(flag, why) of each credential given that no security scheme of the description takes: `--basic` where it
+    declares no HTTP basic scheme would otherwise be sent nowhere, silently. `schemes`: by name, `$ref`s followed."""
+    given = [("--token", Credentials(token=credentials.token),
+              "the description declares no HTTP bearer, OAuth 2, OpenID Connect or API key scheme"),
+             ("--basic", Credentials(basic=credentials.basic), "the description declares no HTTP basic scheme"),
+             ("--auth-bearer", Credentials(bearer=credentials.bearer),
+              "the description declares no HTTP bearer, OAuth 2 or OpenID Connect scheme"),
+             *((f"--api-key {name}", Credentials(api_keys={name: value}),
+                f"the description declares no API key scheme named {name}")
+               for name, value in credentials.api_keys.items())]
+    return [(flag, why) for flag, one, why in given
+            if one and not any(credential(scheme, one) is not None for scheme in schemes.values())]
+
+
 def operations(raw: dict[str, Any], docs: DocumentSet) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every operation of the description as Schemathesis labels it (`GET /path`), with its node."""
     for template, item in (raw.get("paths") or {}).items():

@@ -2,12 +2,16 @@
 on a real deployment (other data, another tenant), and calls with them only reach 404s.
 
 The run calls each list operation (a `GET` that needs no path value and no query value it has no default for)
-with its own credentials, once as it is and once per value of each of its enum query parameters, and reads the
-items of the JSON answers (objects in an array, at the top or one level down). An operation that needs path (or
-required query) values then gets each from one item: a field of the parameter's own name (at any depth:
-`spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource (`testSetId` and the
-items of `/v1/test-sets`). All of an operation's values come from the same item, so they belong together (a test
-set's id with its version), and each must fit the parameter's schema.
+with its own credentials, once as it is and once per value of each of its enum query parameters; outside a
+read-only run also each search operation (a `POST …/filter`, `…/search` or `…/query` that takes an empty JSON
+object) with `{}` and each create (another `POST` that needs no value) with its request body's first example. It
+reads the items of the JSON answers (objects in an array, at the top or one level down; a create's answer, with
+the id its `Location` header ends with). An
+operation that needs path (or required query) values then gets each from one item: a field of the parameter's own
+name (at any depth: `spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource
+(`testSetId` and the items of `/v1/test-sets`, or of a `POST /v1/test-sets/search`). All of an operation's values
+come from the same item, so they belong together (a test set's id with its version), and each must fit the
+parameter's schema.
 
 Where the description declares OpenAPI `links` to an operation (see `links.py`), they take precedence over the
 names: its values come from evaluating the links on the answers discovery got (a list's items, or the answers of
@@ -33,24 +37,30 @@ ENOUGH = 2 * PER_OPERATION  # … until this many answered with success: the lon
 MAX_ENUM_VALUES = 10  # calls per enum query parameter of a list
 _DEPTH = 3
 _SCALARS = (str, int, float, bool)
+_SEARCH = re.compile(r"/(filter|search|query)$", re.IGNORECASE)  # the last segment of a search operation's path
 
 
 def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dict[str, str],
-             timeout: float | None, allowed: set[str]) -> tuple[dict[str, list[Combo]], list[str]]:
+             timeout: float | None, allowed: set[str], posts: bool = True) -> tuple[dict[str, list[Combo]],
+                                                                                    list[str]]:
     """By operationId, the combinations of request values found; and what went wrong, for the report. Only the
-    `allowed` operations (by label: those the run calls) are called."""
+    `allowed` operations (by label: those the run calls) are called; `posts`: searches and creates too (left out
+    of a read-only run)."""
     linked, problems = links_to(spec)
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
     for op in spec.operations.values():
-        if not _is_list(op, spec.docs) or _label(op) not in allowed:
+        body = _post_body(op, spec.docs) if posts else None
+        if not (body is not None or is_list(op, spec.docs)) or _label(op) not in allowed:
             continue
-        for query in _queries(op, spec.docs):
+        resource = _resource(_SEARCH.sub("", op.path))
+        for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
-            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout)
+            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
-                items += [(_resource(op.path), item) for item in _objects_in_arrays(exchange.body)]
+                items += [(resource, item) for item in _objects_in_arrays(exchange.body)]
+                items += [(resource, item) for item in _created(op, exchange)]
             if problem:
                 problems.append(f"{_label(op)}: {problem}")
                 break
@@ -126,8 +136,32 @@ def _has_default(parameter: Parameter) -> bool:
     return isinstance(parameter.schema.node, dict) and "default" in parameter.schema.node if parameter.schema else False
 
 
-def _is_list(op: Operation, docs: DocumentSet) -> bool:
+def is_list(op: Operation, docs: DocumentSet) -> bool:
     return op.method.upper() == "GET" and not _needed(op, docs)
+
+
+def _post_body(op: Operation, docs: DocumentSet) -> Any:
+    """The JSON body discovery sends a `POST` that needs no value: `{}` to a search (`…/filter|search|query`, which
+    lists where an API has no `GET` list) that takes it, a create's first example; None for any other operation."""
+    if op.method.upper() != "POST" or _needed(op, docs):
+        return None
+    body = op.request_body
+    json_media = [media for name, media in (body.content.items() if body else ()) if "json" in name]
+    if _SEARCH.search(op.path):
+        fits = body is None or any(media.schema is None or media.schema.validator.is_valid({}) for media in json_media)
+        return {} if fits else None
+    return next((example for media in json_media for example in media.examples.values()), None)
+
+
+def _created(op: Operation, exchange: Exchange) -> list[dict[str, Any]]:
+    """What a create answered: its body, with the id its `Location` header ends with (the body's own id first)."""
+    if _SEARCH.search(op.path):
+        return []
+    location = exchange.headers.get("Location", "").split("?")[0].rstrip("/")
+    item = {"id": location.rsplit("/", 1)[-1]} if location else {}
+    if isinstance(exchange.body, dict):
+        item.update(exchange.body)
+    return [item] if item else []
 
 
 def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
@@ -141,14 +175,10 @@ def _queries(op: Operation, docs: DocumentSet) -> Iterator[dict[str, str]]:
 
 
 def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
-         timeout: float | None) -> tuple[Exchange | None, str | None]:
-    """A success answer to a GET of `op` with these values (None for any other answer), and what went wrong."""
-    path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
-    query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
+         timeout: float | None, body: Any = None) -> tuple[Exchange | None, str | None]:
+    """A success answer to a call of `op` with these values (None for any other answer), and what went wrong."""
     try:
-        response = requests.get(base_url + path, params={**credentials.query, **query},
-                                headers={**headers, **credentials.headers}, cookies=credentials.cookies,
-                                timeout=timeout or 10)
+        response = call(base_url, op, combo, credentials, headers, timeout, body)
     except requests.RequestException as exc:
         return None, type(exc).__name__
     if response.status_code in (401, 403):
@@ -156,10 +186,20 @@ def _get(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers:
     if not 200 <= response.status_code < 300:
         return None, None
     try:
-        body = response.json()
+        answer = response.json()
     except ValueError:
-        body = None
-    return Exchange("GET", combo, response.status_code, response.headers, body), None
+        answer = None
+    return Exchange(op.method.upper(), combo, response.status_code, response.headers, answer), None
+
+
+def call(base_url: str, op: Operation, combo: Combo, credentials: Sent, headers: dict[str, str],
+         timeout: float | None, body: Any = None) -> requests.Response:
+    """A call of `op` with these values, credentials and JSON body, if any (raises requests' errors)."""
+    path = op.path.format(**{name: value for (where, name), value in combo.items() if where == "path"})
+    query = {name: str(value) for (where, name), value in combo.items() if where == "query"}
+    return requests.request(op.method.upper(), base_url + path, params={**credentials.query, **query},
+                            headers={**headers, **credentials.headers}, cookies=credentials.cookies,
+                            timeout=timeout or 10, json=body)
 
 
 def _objects_in_arrays(body: Any) -> Iterator[dict[str, Any]]:

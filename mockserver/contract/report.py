@@ -5,16 +5,38 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .checks import MUST_APPLY
-from .results import Finding, Gap, OperationResult, RunResult
+from .results import Gap, OperationResult, Problem, RunResult
 
 _SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
+# what XML 1.0 forbids (C0 controls but tab, newline and return; lone surrogates; U+FFFE, U+FFFF) and what UTF-8
+# cannot write (lone surrogates): a fuzzed name or a server's answer may hold any of them
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def printable(value: str) -> str:
+    """`value` with every character XML 1.0 or UTF-8 cannot carry written as its escape (`\\x0b`, `\\ud800`), so
+    a report always parses and still shows what was there."""
+    return _UNWRITABLE.sub(lambda found: found.group().encode("unicode_escape", "backslashreplace").decode("ascii"),
+                           value)
+
+
+def _printable_data(value: Any) -> Any:
+    """`printable` on every string (keys included) of a JSON value."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(key)): _printable_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_data(item) for item in value]
+    return value
 
 
 def text(result: RunResult) -> str:
@@ -36,12 +58,11 @@ def text(result: RunResult) -> str:
         for check in result.checks:
             mark, detail = _verdict(op, check)
             lines.append(f"  {mark:<4} {check:<30} {detail}")
-    findings = _findings(result)
-    for number, finding in enumerate(findings, 1):
-        times = f" ({finding.count} times)" if finding.count > 1 else ""
-        lines += ["", f"{number}. {finding.operation} · {finding.check}: {finding.title}{times}",
-                  *_field("expected", finding.expected), *_field("got", finding.got),
-                  *_field("reproduce", finding.curl)]
+    for number, problem in enumerate(result.problems(), 1):
+        lines += ["", f"{number}. {_problem(problem)}", *_field("cause", _cause(problem))]
+        example = problem.findings[0]
+        lines += [*_field("expected", example.expected), *_field("got", example.got)]
+        lines += [line for curl in problem.examples for line in _field("reproduce", curl)]
     if result.errors:
         lines += ["", "errors (the run could not test everything):"]
         for error in result.errors:
@@ -52,16 +73,16 @@ def text(result: RunResult) -> str:
     lines += ["", f"declared responses: {observed} of {declared} observed ({result.response_percent:.0f} %)"
                   + (f", --min-responses {result.min_responses:g} %" if result.min_responses is not None else "")]
     lines += ["", f"{verdict}: {len(result.operations)} operations, {result.requests} requests, "
-                  f"{len(findings)} failure(s), {len(result.errors)} error(s), {len(result.gaps)} untested in "
+                  f"{_problems(result)}, {len(result.errors)} error(s), {len(result.gaps)} untested in "
                   f"{result.elapsed:.1f} s · repeat with --seed {result.seed}"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def _why(result: RunResult) -> list[str]:
     """Why the run failed, before anything else: what it could not check, then how many failures and errors."""
     if result.passed:
         return []
-    lines = ["FAILED:"]
+    lines = ["FAILED:", *([f"  - {result.blocked}"] if result.blocked else [])]
     by_kind: dict[str, list[Gap]] = {}
     for gap in result.gaps:
         by_kind.setdefault(gap.kind, []).append(gap)
@@ -82,12 +103,38 @@ def _why(result: RunResult) -> list[str]:
         lines.append(f"  - only {observed} of {declared} declared responses observed "
                      f"({result.response_percent:.1f} %), below --min-responses {result.min_responses:g}; not seen: "
                      + unseen)
-    findings, errors = len(_findings(result)), len(result.errors)
-    if findings:
-        lines.append(f"  - {findings} check failure(s), listed below")
+    errors = len(result.errors)
+    if result.findings():
+        lines.append(f"  - {_problems(result)}, listed below")
     if errors:
         lines.append(f"  - {errors} error(s): the run could not test everything, listed below")
     return lines
+
+
+def _problems(result: RunResult) -> str:
+    """Root causes, the failed answers they made, and where: `12 problems (470 occurrences) in 31 operations`."""
+    problems = result.problems()
+    if not problems:
+        return "0 problems"
+    occurrences = sum(problem.count for problem in problems)
+    operations = len({label for problem in problems for label in problem.operations})
+    return (f"{len(problems)} problem{'s' * (len(problems) != 1)} ({occurrences} occurrence"
+            f"{'s' * (occurrences != 1)}) in {operations} operation{'s' * (operations != 1)}")
+
+
+def _problem(problem: Problem) -> str:
+    """A problem's heading: its first operation, check and title, and how often, where."""
+    first, count, operations = problem.findings[0], problem.count, problem.operations
+    where = f" in {len(operations)} operations of {problem.family}" if len(operations) > 1 else ""
+    times = f" ({count} occurrences{where})" if count > 1 else ""
+    return f"{first.operation} · {problem.check}: {first.title}{times}"
+
+
+def _cause(problem: Problem) -> str:
+    """What broke, the distinct rules broken there, and the operations where (when more than one)."""
+    rules = f" · rules: {', '.join(problem.rules)}" if problem.rules else ""
+    operations = problem.operations
+    return problem.cause + rules + (f" · operations: {', '.join(operations)}" if len(operations) > 1 else "")
 
 
 def _gap(gap: Gap) -> str:
@@ -112,10 +159,6 @@ def _seen(statuses: dict[int, int]) -> str:
 
 def _operations(result: RunResult) -> list[OperationResult]:
     return sorted(result.operations.values(), key=lambda op: op.label)
-
-
-def _findings(result: RunResult) -> list[Finding]:
-    return [finding for op in _operations(result) for finding in op.findings.values()]
 
 
 def _verdict(op: OperationResult, check: str) -> tuple[str, str]:
@@ -153,9 +196,11 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
                                 ("did not apply", op.skipped(check))):
                 ET.SubElement(properties, "property", name=name, value=str(count))
             failed = [f for f in op.findings.values() if f.check == check]
-            for finding in failed:
-                failure = ET.SubElement(case, "failure", message=finding.title, type=check)
-                failure.text = f"expected: {finding.expected}\ngot: {finding.got}\nreproduce: {finding.curl}"
+            if failed:  # one failure element (as every JUnit schema allows), every cause in its body
+                more = f" (and {len(failed) - 1} other cause{'s' * (len(failed) > 2)})" if len(failed) > 1 else ""
+                ET.SubElement(case, "failure", message=failed[0].title + more, type=check).text = "\n\n".join(
+                    f"cause: {f.cause}{f' ({f.rule})' if f.rule else ''} · {f.count} time{'s' * (f.count != 1)}\n"
+                    f"expected: {f.expected}\ngot: {f.got}\nreproduce: {f.curl}" for f in failed)
             counts["failures"] += bool(failed)
             if not failed and not op.passed[check]:
                 ET.SubElement(case, "skipped", message="did not apply")
@@ -168,23 +213,32 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
             ET.SubElement(properties, "property", name=f"observed {key}", value=str(count))
         if result.too_few_responses and not all(op.observed().values()):
             counts["failures"] += 1
-            ET.SubElement(case, "failure", message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, "
-                                                   f"below --min-responses {result.min_responses:g})")
+            ET.SubElement(case, "failure", type="min_responses",
+                          message=f"{_responses(op)} (the run: {result.response_percent:.1f} %, below --min-responses "
+                                  f"{result.min_responses:g})")
     for gaps, failing in ((result.gaps, True), (result.excused, False)):
         for gap in gaps:
             counts["tests"] += 1
             counts["failures" if failing else "skipped"] += 1
             case = ET.SubElement(suite, "testcase", classname=gap.operation, name=f"tested: {gap.kind}")
-            ET.SubElement(case, "failure" if failing else "skipped",
+            ET.SubElement(case, "failure" if failing else "skipped", type=f"untested {gap.kind}",
                           message=_gap(gap) if failing else f"allowed untested: {_gap(gap)}")
+    if result.blocked:
+        counts["tests"] += 1
+        counts["failures"] += 1
+        ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="preflight"), "failure",
+                      type="preflight", message=result.blocked)
     for error in result.errors:
         counts["tests"] += 1
         ET.SubElement(ET.SubElement(suite, "testcase", classname="mockserver contract", name="run"), "error",
-                      message=error.splitlines()[0] if error else "error").text = error
+                      type="error", message=error.splitlines()[0] if error else "error").text = error
     for name, count in counts.items():
         suite.set(name, str(count))
     root = ET.Element("testsuites")
     root.append(suite)
+    for element in root.iter():
+        element.attrib = {name: printable(value) for name, value in element.attrib.items()}
+        element.text = printable(element.text) if element.text else element.text
     ET.indent(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
@@ -194,7 +248,8 @@ def junit(result: RunResult, path: Path, complete: bool = True) -> None:
 
 def as_json(result: RunResult) -> dict[str, Any]:
     """The run as data (`--report-json`): the verdict and why, per check and per operation the answers each check
-    passed, failed and did not apply to, and every failure with what was expected, what came back and its curl."""
+    passed, failed and did not apply to, and every failure with what was expected, what came back and its curl;
+    every string `printable`."""
     totals = {check: {"passed": 0, "failed": 0, "did_not_apply": 0} for check in result.checks}
     operations = []
     for op in _operations(result):
@@ -208,14 +263,26 @@ def as_json(result: RunResult) -> dict[str, Any]:
                            "probes": {str(status): n for status, n in sorted(op.probes.items())},
                            "responses": op.observed(), "checks": checks})
     observed, declared = result.responses
-    return {"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
-            "max_examples": result.max_examples, "passed": result.passed, "elapsed_s": round(result.elapsed, 1),
+    problems = result.problems()
+    data = {"target": result.target, "seed": result.seed, "mode": result.mode, "phases": result.phases,
+            "max_examples": result.max_examples, "passed": result.passed, "blocked": result.blocked,
+            "elapsed_s": round(result.elapsed, 1),
             "operations_declared": result.declared, "operations_run": len(result.operations),
             "requests": result.requests,
             "responses": {"observed": observed, "declared": declared, "percent": round(result.response_percent, 1)},
-            "checks": totals, "findings": [asdict(finding) for finding in _findings(result)],
+            "checks": totals, "problems": [_problem_data(problem) for problem in problems],
+            "occurrences": sum(problem.count for problem in problems),
+            "findings": [asdict(finding) for op in _operations(result) for finding in op.findings.values()],
             "gaps": [asdict(gap) for gap in result.gaps], "excused": [asdict(gap) for gap in result.excused],
             "errors": result.errors, "set_aside": result.filtered, "notes": result.notes, "operations": operations}
+    return _printable_data(data)
+
+
+def _problem_data(problem: Problem) -> dict[str, Any]:
+    first = problem.findings[0]
+    return {"check": problem.check, "family": problem.family, "cause": problem.cause, "rules": problem.rules,
+            "title": first.title, "count": problem.count, "operations": problem.operations,
+            "expected": first.expected, "got": first.got, "examples": problem.examples}
 
 
 def write_json(result: RunResult, path: Path) -> None:

@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import takewhile
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from schemathesis import Case
 from schemathesis.engine import Status, events
 from schemathesis.engine.recorder import CheckNode, Request, ScenarioRecorder
+from schemathesis.openapi.checks import JsonSchemaError, MissingHeaders, UndefinedStatusCode
 
 from .credentials import Sent
 
@@ -20,6 +24,8 @@ _GOT_BYTES = 300
 
 @dataclass
 class Finding:
+    """One check failing one operation for one cause and rule, however often (`count`)."""
+
     operation: str
     check: str
     title: str
@@ -27,6 +33,45 @@ class Finding:
     got: str
     curl: str
     count: int = 1
+    cause: str = ""  # what broke the rule: a body field, header, parameter or status ("body /notes/*/id")
+    rule: str = ""  # the rule broken there ("type", "Value greater than maximum")
+    also: str = ""  # another curl that repeats it, when the run sent another
+
+    @property
+    def family(self) -> str:
+        """The operation's family: its path up to the first templated segment (`/flows` for `PUT /flows/{id}`)."""
+        path = self.operation.partition(" ")[2]
+        return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
+
+
+@dataclass
+class Problem:
+    """One root cause: the findings of one check in one family of operations for one cause, whatever the rules
+    and however often, so a malformed header on every operation is one problem, not hundreds."""
+
+    check: str
+    family: str
+    cause: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """Occurrences: answers that failed for it."""
+        return sum(finding.count for finding in self.findings)
+
+    @property
+    def operations(self) -> list[str]:
+        return list(dict.fromkeys(finding.operation for finding in self.findings))
+
+    @property
+    def rules(self) -> list[str]:
+        return list(dict.fromkeys(finding.rule for finding in self.findings if finding.rule))
+
+    @property
+    def examples(self) -> list[str]:
+        """Two curls that repeat it (another rule's first, where there is one)."""
+        curls = [finding.curl for finding in self.findings] + [finding.also for finding in self.findings]
+        return list(dict.fromkeys(curl for curl in curls if curl))[:2]
 
 
 @dataclass
@@ -43,7 +88,7 @@ class OperationResult:
     sample: Request | None = None  # a request it answered with success (with the run's credentials, if any)
     passed: Counter[str] = field(default_factory=Counter)  # by check: answers it passed
     failed: Counter[str] = field(default_factory=Counter)  # by check: answers it failed
-    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)  # by (check, title)
+    findings: dict[tuple[str, str, str], Finding] = field(default_factory=dict)  # by (check, cause, rule)
 
     def skipped(self, check: str) -> int:
         """Answers the check ran on but did not apply to."""
@@ -96,10 +141,11 @@ class RunResult:
     min_responses: float | None = None  # percent of declared responses the run must observe, if any
     mode: str = "all"  # Schemathesis' generation mode: positive, negative or all
     phases: list[str] = field(default_factory=list)  # Schemathesis' phases the run had
+    blocked: str | None = None  # why the preflight stopped the run before any check (see preflight.py)
 
     @property
     def passed(self) -> bool:
-        return (not self.errors and not self.gaps and not self.too_few_responses
+        return (not self.blocked and not self.errors and not self.gaps and not self.too_few_responses
                 and not any(op.findings for op in self.operations.values()))
 
     @property
@@ -123,6 +169,15 @@ class RunResult:
 
     def findings(self) -> list[Finding]:
         return [finding for op in self.operations.values() for finding in op.findings.values()]
+
+    def problems(self) -> list[Problem]:
+        """The findings grouped by root cause (check, family of operations, cause), in the operations' order."""
+        grouped: dict[tuple[str, str, str], Problem] = {}
+        for op in sorted(self.operations.values(), key=lambda op: op.label):
+            for finding in op.findings.values():
+                key = (finding.check, finding.family, finding.cause)
+                grouped.setdefault(key, Problem(*key)).findings.append(finding)
+        return list(grouped.values())
 
     def failures(self) -> Counter[str]:
         """Failed checks, by name, over every operation."""
@@ -207,11 +262,14 @@ def carries(request: Request, sent: Sent) -> bool:
 
 
 def _keep(op: OperationResult, finding: Finding) -> None:
-    key = (finding.check, finding.title)
-    if key in op.findings:
-        op.findings[key].count += 1
-    else:
+    key = (finding.check, finding.cause, finding.rule)
+    kept = op.findings.get(key)
+    if kept is None:
         op.findings[key] = finding
+        return
+    kept.count += 1
+    if not kept.also and finding.curl != kept.curl:
+        kept.also = finding.curl
 
 
 def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_process: str | None) -> Finding:
@@ -226,7 +284,28 @@ def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_proc
     curl = getattr(failure, "curl", None) or info.code_sample
     if in_process:
         curl = curl.replace(in_process, MOCK_ORIGIN)
-    return Finding(failure.operation or "", check.name, failure.title, expected, got, curl)
+    case = recorder.cases.get(failure.case_id or case_id) or recorder.cases.get(case_id)
+    cause, rule = _cause(failure, case.value if case else None)
+    return Finding(failure.operation or "", check.name, failure.title, expected, got, curl, cause=cause, rule=rule)
+
+
+def _cause(failure: Any, case: Case | None) -> tuple[str, str]:
+    """What broke which rule, the same for every answer of one root cause: a body field (array indices as `*`) and
+    its schema keyword, missing headers, an undeclared status, or the parameter a generated case broke on purpose
+    and how; else the failure's title."""
+    if isinstance(failure, JsonSchemaError):
+        where = "/".join("*" if isinstance(part, int) else str(part) for part in failure.instance_path)
+        return f"body /{where}", str(failure.schema_path[-1]) if failure.schema_path else "schema"
+    if isinstance(failure, MissingHeaders):
+        return f"header {', '.join(failure.missing_headers)}", "missing"
+    if isinstance(failure, UndefinedStatusCode):
+        return f"status {failure.status_code}", "not declared"
+    data = case.meta.phase.data if case is not None and case.meta is not None else None
+    if data is not None and data.parameter:
+        location = getattr(data.parameter_location, "value", data.parameter_location) or data.location or ""
+        rule = (data.description or failure.title).removeprefix(f"{data.parameter}: ")
+        return f"{location} {data.parameter}".strip(), rule
+    return failure.title, ""
 
 
 def _summary(response: object) -> str:

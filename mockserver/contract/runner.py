@@ -33,6 +33,7 @@ from .examples import usable_token
 from .force import force, probe
 from .gate import judge
 from .knowledge import KEY
+from .preflight import Blocked, connect, first_calls
 from .results import OperationResult, RunResult, fold
 from .safety import changes, read_only
 from .schema import Contract, load_contract
@@ -84,13 +85,27 @@ class RunOptions:
 
 
 def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
-    """Raises LoadError / UnknownOperation before any call when the description or fixtures are unusable.
+    """Raises LoadError / UnknownOperation before any call when the description or fixtures are unusable. Against
+    a URL a preflight comes first (`preflight.py`): a target that does not answer, a wrong base path or refused
+    credentials end the run at once, its result `blocked`.
     Without a URL the mock of the same description and fixtures answers in-process: `mock` when given (built, not
     started: the run starts and stops it), else one made here, with strict auth when the fixtures declare a usable
     token (an undeclared token is then a 401, as a real API answers). Either way the mock's own pipeline is what
     the contract reads the description and fixtures from: they are loaded once."""
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
+    try:
+        return _run(options, mock, seed)
+    except Blocked as blocked:  # before any check: the report says why first, and the run took seconds
+        return RunResult(options.url or "the mock, in-process", seed, options.max_examples, {}, mode=options.mode,
+                         phases=list(options.phases), blocked=str(blocked), elapsed=time.monotonic() - started)
+
+
+def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
+    """`run`, raising Blocked when the preflight finds the target unusable (`preflight.py`)."""
+    started = time.monotonic()
+    if options.url is not None:
+        connect(options.url, options.request_timeout)
     server = mock if options.url is None else None
     if options.url is None and server is None:
         # strict, and the run's placeholder credential let in where the fixtures declare no token of their own, so
@@ -106,9 +121,13 @@ def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
 
     def values(spec: SpecIndex, sent: dict[str, Sent]) -> list[tuple[str, dict[str, list[Any]]]]:
         found = [("data", data.load(options.data, spec))] if options.data else []
+        if options.url is not None:
+            first_calls(spec, options.url.rstrip("/"), sent, options.headers, options.request_timeout,
+                        _callable(spec, options))
         if options.url is not None and options.discover:
             discovered, problems = discover(spec, options.url.rstrip("/"), sent, options.headers,
-                                            options.request_timeout, _callable(spec, options))
+                                            options.request_timeout, _callable(spec, options),
+                                            posts=not options.read_only)
             found.append(("discovered", discovered))
             notes.extend(f"discovery: {problem}" for problem in problems)
         return found

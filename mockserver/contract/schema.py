@@ -3,8 +3,9 @@ the fixtures' real ids as explicit examples, annotated for our checks, and with 
 The CLI runner and the test suite's pytest integration both start here."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urljoin
@@ -16,7 +17,16 @@ from ..pipeline.pipeline import Options, Pipeline
 from ..spec.documents import DocumentSet
 from ..spec.index import HTTP_METHODS, SpecIndex
 from .checks import filter_failure
-from .credentials import PLACEHOLDER_PASSWORD, PLACEHOLDER_TOKEN, Credentials, Sent, apply, operations, per_operation
+from .credentials import (
+    PLACEHOLDER_PASSWORD,
+    PLACEHOLDER_TOKEN,
+    Credentials,
+    Sent,
+    apply,
+    operations,
+    per_operation,
+    unused,
+)
 from .examples import add_examples, caller_for, usable_token, write
 from .fixed import KeepFixed
 from .knowledge import annotate
@@ -27,6 +37,18 @@ ValueSources = Callable[[SpecIndex, dict[str, Sent]], list[tuple[str, dict[str, 
 
 class UnknownOperation(ValueError):
     """An `--operation` the description does not have."""
+
+
+class UnusedCredential(ValueError):
+    """A credential flag no operation of the description would carry: it would be silently left out."""
+
+
+NEAREST = 5  # names suggested for one the description does not have
+
+
+def nearest(name: str, known: Iterable[str]) -> str:
+    """At most five of `known` closest to `name`, for a message (every one of 188 operations helps nobody)."""
+    return ", ".join(get_close_matches(name, list(known), n=NEAREST, cutoff=0.0))
 
 
 @dataclass
@@ -55,7 +77,8 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
                   values: ValueSources | None = None, bearer: str | None = None,
                   api_keys: dict[str, str] | None = None, fixture_values: bool = True,
                   allow_outside: tuple[Path, ...] = ()) -> Contract:
-    """Raises LoadError (every problem of the description and fixtures) or UnknownOperation.
+    """Raises LoadError (every problem of the description and fixtures), UnknownOperation or UnusedCredential (a
+    credential given that no security scheme of the description takes).
 
     `operations`: only these, by operationId or label (`GET /path`). `token` and `basic` go where each operation's
     security requirement puts them (see `credentials.py`), `bearer` and `api_keys` (by the key's name) in the
@@ -70,20 +93,25 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
     `fixture_values`: whether the fixtures' ids are sent as examples too: only when the target is the mock itself
     (a deployment holds data of its own; its ids come from `values`)."""
     pipeline = pipeline or Pipeline.load(spec, fixtures, Options(allow_outside=allow_outside))
+    docs = DocumentSet(spec, pipeline.options.allow_outside)  # as written (the engine's is rewritten to JSON Schema)
+    raw = docs.root.data
+    inline_operations(raw, docs)
+    given = Credentials(token, basic, bearer, dict(api_keys or {}))
+    refused = unused(pipeline.spec.security_schemes, given)
+    if refused:
+        raise UnusedCredential("; ".join(f"{flag}: {why} ({spec}), so no call would carry it"
+                                         for flag, why in refused)
+                               + "; to send a credential on every call anyway: --header 'Authorization: …'")
     if default_token:
         token = token or usable_token(pipeline.auth) or PLACEHOLDER_TOKEN
         basic = basic or (token, PLACEHOLDER_PASSWORD)
     caller = caller_for(pipeline.auth, token)
-    docs = DocumentSet(spec, pipeline.options.allow_outside)  # as written (the engine's is rewritten to JSON Schema)
-    raw = docs.root.data
-    inline_operations(raw, docs)
     labels = dict(_labels(raw, docs))
     chosen = select(labels, operations or [], spec)
     def wanted(op_id: str) -> bool:
         return not operations or op_id in operations or labels.get(op_id) in chosen
 
-    sent = per_operation(raw, docs, pipeline.spec.security_schemes,
-                         Credentials(token, basic, bearer, dict(api_keys or {})))
+    sent = per_operation(raw, docs, pipeline.spec.security_schemes, replace(given, token=token, basic=basic))
     found: dict[str, dict[str, int]] = {}
     for source, combos in (values(pipeline.spec, sent) if values else []):
         for op_id, listed in combos.items():
@@ -114,7 +142,8 @@ def select(labels: dict[str, str], wanted: list[str], spec: Path | None) -> list
     known = set(labels.values())
     unknown = [name for name in wanted if name not in labels and name not in known]
     if unknown:
-        raise UnknownOperation(f"no operation {', '.join(unknown)} in {spec}; it has {', '.join(labels)}")
+        raise UnknownOperation("; ".join(f"no operation {name} in {spec} (nearest: "
+                                         f"{nearest(name, [*labels, *known])})" for name in unknown))
     return list(dict.fromkeys(labels.get(name, name) for name in wanted))
 
 

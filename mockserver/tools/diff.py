@@ -28,6 +28,11 @@ _TEMPLATE_PARAM = re.compile(r"\{[^}]*\}")
 _BOUNDS = {"minimum": True, "exclusiveMinimum": True, "minLength": True, "minItems": True, "minProperties": True,
            "maximum": False, "exclusiveMaximum": False, "maxLength": False, "maxItems": False, "maxProperties": False}
 _COMBINERS = ("allOf", "anyOf", "oneOf")
+_CLOSERS = ("additionalProperties", "unevaluatedProperties")  # `false`: an object that refuses other properties
+# keyword -> (kind when added, kind when removed, side it breaks when added): a readOnly property is not to be
+# sent (servers may refuse it), a writeOnly one is no longer answered (clients reading it get nothing)
+_ACCESS = {"readOnly": ("made-read-only", "no-longer-read-only", REQUEST),
+           "writeOnly": ("made-write-only", "no-longer-write-only", RESPONSE)}
 
 
 @dataclass(frozen=True)
@@ -330,15 +335,19 @@ class _Schemas:
     def add(self, kind: str, narrowed: bool, message: str, keyword: str = "", tokens: tuple[str, ...] = ()) -> None:
         """`narrowed` from the value's view; breaking follows the side (see the module's docstring)."""
         breaking = narrowed if self.side == REQUEST else not narrowed
-        old_uri = pointer_uri(self.old_uri, keyword) if keyword and keyword in self.old else self.old_uri
-        new_uri = pointer_uri(self.new_uri, keyword) if keyword and keyword in self.new else self.new_uri
+        old_uri = self._uri(self.old_uri, self.old, keyword) if keyword else self.old_uri
+        new_uri = self._uri(self.new_uri, self.new, keyword) if keyword else self.new_uri
         self.found.append(_Found(kind, breaking, message, old_uri, new_uri, tokens))
 
     def compare(self) -> list[_Found]:
         self._types()
         self._enum()
         self._bounds()
+        self._multiple_of()
         self._pattern()
+        self._closed()
+        self._access()
+        self._discriminator()
         self._properties()
         self._below()
         return self.found
@@ -392,6 +401,73 @@ class _Schemas:
                 narrowed = (after > before) == larger_narrows
                 self.add("bound-narrowed" if narrowed else "bound-widened", narrowed,
                          f"{keyword} {before} is now {after}", keyword)
+
+    def _multiple_of(self) -> None:
+        """A new `multipleOf` keeps only multiples of it: widened when it divides the old one (every old multiple
+        is one of it), else narrowed."""
+        before, after = self.old.get("multipleOf"), self.new.get("multipleOf")
+        if before == after or not all(v is None or _is_number(v) for v in (before, after)):
+            return
+        if after is None:
+            self.add("multiple-of-widened", False, f"multipleOf {before} removed", "multipleOf")
+        elif before is None:
+            self.add("multiple-of-narrowed", True, f"multipleOf {after} added", "multipleOf")
+        else:
+            widened = after != 0 and (before / after).is_integer()
+            self.add("multiple-of-widened" if widened else "multiple-of-narrowed", not widened,
+                     f"multipleOf {before} is now {after}", "multipleOf")
+
+    def _closed(self) -> None:
+        """An object closed (`additionalProperties: false`) refuses what clients send beyond its properties; one
+        opened hands strict clients (generated code) properties they do not expect."""
+        for keyword in _CLOSERS:
+            before, after = self.old.get(keyword) is False, self.new.get(keyword) is False
+            if after and not before:
+                self.add("object-closed", True, f"{keyword}: false added (no other property allowed)", keyword)
+            elif before and not after:
+                self.add("object-opened", False, f"{keyword}: false removed (other properties allowed)", keyword)
+
+    def _access(self) -> None:
+        """`readOnly` added breaks clients that send the property, `writeOnly` added those that read it; either
+        removed breaks nobody."""
+        for keyword, (added, removed, breaks) in _ACCESS.items():
+            before, after = self.old.get(keyword) is True, self.new.get(keyword) is True
+            if before != after:
+                kind, breaking = (added, self.side == breaks) if after else (removed, False)
+                self.found.append(_Found(kind, breaking, f"{keyword} {'added' if after else 'removed'}",
+                                         self._uri(self.old_uri, self.old, keyword),
+                                         self._uri(self.new_uri, self.new, keyword), ()))
+
+    def _discriminator(self) -> None:
+        """Another `propertyName` breaks both sides; a mapping value gone refuses what clients send (requests), one
+        added hands clients a variant they do not know (responses); a value mapped elsewhere breaks both."""
+        old, new = self.old.get("discriminator"), self.new.get("discriminator")
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            return
+        if old.get("propertyName") != new.get("propertyName"):
+            self.found.append(_Found("discriminator-changed", True, f"discriminator propertyName "
+                                     f"{old.get('propertyName')!r} is now {new.get('propertyName')!r}",
+                                     self._uri(self.old_uri, self.old, "discriminator"),
+                                     self._uri(self.new_uri, self.new, "discriminator"), ()))
+            return
+        before, after = old.get("mapping") or {}, new.get("mapping") or {}
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            return
+        gone, came = [v for v in before if v not in after], [v for v in after if v not in before]
+        moved = [v for v in before if v in after and before[v] != after[v]]
+        if gone:
+            self.add("discriminator-narrowed", True, f"discriminator value(s) {_shown(gone)} removed", "discriminator")
+        if came:
+            self.add("discriminator-widened", False, f"discriminator value(s) {_shown(came)} added", "discriminator")
+        if moved:
+            self.found.append(_Found("discriminator-changed", True, f"discriminator value(s) {_shown(moved)} map to "
+                                     "another schema", self._uri(self.old_uri, self.old, "discriminator"),
+                                     self._uri(self.new_uri, self.new, "discriminator"), ()))
+
+    @staticmethod
+    def _uri(uri: str, schema: dict[str, Any], keyword: str) -> str:
+        """The keyword's place when the schema has it, else the schema's."""
+        return pointer_uri(uri, keyword) if keyword in schema else uri
 
     def _pattern(self) -> None:
         """`pattern` and `format`: another one may reject what the old one took, so a change reads as narrowed."""

@@ -29,7 +29,9 @@ _TRUNCATED = "…(truncated)"
 _GONE = {"property-removed", "parameter-removed", "parameter-renamed", "parameter-moved", "request-body-removed"}
 # the kinds of change a broken rule points to, by a word of their name
 _RULE_KINDS = {"enum": ("enum",), "const": ("enum",), "type": ("type", "nullable"), "pattern": ("pattern",),
-               "format": ("format",), "required": ("required",), "additionalProperties": ("property-removed",),
+               "format": ("format",), "required": ("required",), "multipleOf": ("multiple-of",),
+               "additionalProperties": ("property-removed", "object-closed"),
+               "unevaluatedProperties": ("object-closed",),
                **{bound: ("bound",) for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                                   "minLength", "maxLength", "minItems", "maxItems")}}
 

@@ -188,6 +188,105 @@ def test_each_kind_of_change_is_found_and_classified(tmp_path: Path, name: str, 
         assert location.line == read_document(Path(location.file)).line(location.pointer)
 
 
+def _nothing(d: dict[str, Any]) -> None:
+    return None
+
+
+def _close_item(d: dict[str, Any]) -> None:
+    _schemas(d)["Item"].update(additionalProperties=False)
+    _schemas(d)["Item"]["properties"]["id"].update(readOnly=True)
+
+
+def _animals(d: dict[str, Any]) -> None:
+    """A pet by kind (`discriminator` with a mapping), sent by POST /animals only and answered by GET /animals only."""
+    pet = {"oneOf": [{"$ref": "#/components/schemas/Cat"}, {"$ref": "#/components/schemas/Dog"}],
+           "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/components/schemas/Cat",
+                                                                 "dog": "#/components/schemas/Dog"}}}
+    kind = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}}}
+    _schemas(d).update(Pet=pet, Cat=kind, Dog=kind, Bird=kind)
+    ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}
+    d["paths"]["/animals"] = {
+        "get": {"operationId": "getAnimal", "responses": {"200": {"description": "a pet", "content": ref}}},
+        "post": {"operationId": "addAnimal", "requestBody": {"required": True, "content": ref},
+                 "responses": {"204": {"description": "added"}}}}
+
+
+def _mapping(d: dict[str, Any]) -> dict[str, Any]:
+    return _schemas(d)["Pet"]["discriminator"]["mapping"]
+
+
+STRICT_CASES: list[tuple[str, Callable[[dict[str, Any]], Any], Callable[[dict[str, Any]], Any], str, bool, str]] = [
+    # (name, edit of both, edit of NEW, kind, breaking, side): what a strict client (generated code) feels
+    ("response object opened", _close_item, lambda d: _schemas(d)["Item"].pop("additionalProperties"),
+     "object-opened", True, "response"),
+    ("request object closed", _nothing, lambda d: _schemas(d)["NewItem"].update(additionalProperties=False),
+     "object-closed", True, "request"),
+    ("request object closed by unevaluatedProperties", _nothing,
+     lambda d: _schemas(d)["NewItem"].update(unevaluatedProperties=False), "object-closed", True, "request"),
+    ("response object closed", _nothing, lambda d: _schemas(d)["Item"].update(additionalProperties=False),
+     "object-closed", False, "response"),
+    ("request multipleOf added", _nothing, lambda d: _schemas(d)["NewItem"]["properties"]["price"].update(
+        multipleOf=5), "multiple-of-narrowed", True, "request"),
+    ("response multipleOf added", _nothing, lambda d: _schemas(d)["Item"]["properties"]["price"].update(
+        multipleOf=5), "multiple-of-narrowed", False, "response"),
+    ("request multipleOf divided", lambda d: _schemas(d)["NewItem"]["properties"]["price"].update(multipleOf=10),
+     lambda d: _schemas(d)["NewItem"]["properties"]["price"].update(multipleOf=5), "multiple-of-widened", False,
+     "request"),
+    ("request property made readOnly", _nothing, lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(
+        readOnly=True), "made-read-only", True, "request"),
+    ("response property made readOnly", _nothing, lambda d: _schemas(d)["Item"]["properties"]["name"].update(
+        readOnly=True), "made-read-only", False, "response"),
+    ("response property made writeOnly", _nothing, lambda d: _schemas(d)["Item"]["properties"]["note"].update(
+        writeOnly=True), "made-write-only", True, "response"),
+    ("request property made writeOnly", _nothing, lambda d: _schemas(d)["NewItem"]["properties"]["name"].update(
+        writeOnly=True), "made-write-only", False, "request"),
+    ("response property no longer readOnly", _close_item,
+     lambda d: _schemas(d)["Item"]["properties"]["id"].pop("readOnly"), "no-longer-read-only", False, "response"),
+    ("response discriminator value added", _animals, lambda d: _mapping(d).update(bird="#/components/schemas/Bird"),
+     "discriminator-widened", True, "response"),
+    ("request discriminator value removed", _animals, lambda d: _mapping(d).pop("dog"), "discriminator-narrowed",
+     True, "request"),
+    ("discriminator value mapped elsewhere", _animals, lambda d: _mapping(d).update(dog="#/components/schemas/Bird"),
+     "discriminator-changed", True, "request"),
+]
+
+
+@pytest.mark.parametrize("name, both, edit, kind, breaking, side", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])
+def test_what_a_strict_client_feels_is_found_and_classified(tmp_path: Path, name: str,
+                                                            both: Callable[[dict[str, Any]], Any],
+                                                            edit: Callable[[dict[str, Any]], Any], kind: str,
+                                                            breaking: bool, side: str) -> None:
+    """Closed and open objects, multipleOf, readOnly/writeOnly and discriminator mappings, each breaking or not by
+    the side it stands on (a discriminator's schema stands on both: each side's verdict is checked)."""
+    old, new = _base(), _base()
+    both(old)
+    both(new)
+    edit(new)
+    changes = diff(SpecIndex(_write(tmp_path, "old.yaml", old)), SpecIndex(_write(tmp_path, "new.yaml", new)))
+    found = [(c.kind, c.breaking, c.side) for c in changes]
+    assert (kind, breaking, side) in found and {c.kind for c in changes} == {kind}, [c.message for c in changes]
+    for change in changes:
+        assert change.old is not None and change.new is not None
+        assert change.new.line == read_document(Path(change.new.file)).line(change.new.pointer)
+
+
+def test_a_discriminator_flips_between_request_and_response(tmp_path: Path) -> None:
+    def between(edit: Callable[[dict[str, Any]], Any]) -> set[tuple[str, str, bool]]:
+        old, new = _base(), _base()
+        _animals(old)
+        _animals(new)
+        edit(new)
+        changes = diff(SpecIndex(_write(tmp_path, "old.yaml", old)), SpecIndex(_write(tmp_path, "new.yaml", new)))
+        return {(c.kind, c.side, c.breaking) for c in changes}
+
+    assert between(lambda d: _mapping(d).pop("dog")) == {("discriminator-narrowed", "request", True),
+                                                         ("discriminator-narrowed", "response", False)}
+    assert between(lambda d: _mapping(d).update(bird="#/components/schemas/Bird")) == {
+        ("discriminator-widened", "request", False), ("discriminator-widened", "response", True)}
+    assert between(lambda d: _schemas(d)["Pet"]["discriminator"].update(propertyName="type")) == {
+        ("discriminator-changed", "request", True), ("discriminator-changed", "response", True)}
+
+
 def test_a_shared_enum_narrowed_flips_between_request_and_response(tmp_path: Path) -> None:
     """Narrowing breaks clients sending the value (the query parameter, the body); the response side only reads."""
     changes = _diff(tmp_path, lambda d: _schemas(d)["Color"].update(enum=["red", "green"]))

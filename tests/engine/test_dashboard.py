@@ -317,19 +317,27 @@ def test_the_control_token_is_asked_for_once(browser):
     assert outside == []
 
 
-def test_swagger_ui_tries_it_out_against_the_mock(browser, server):
+def try_it_out(browser, server, operation_id: str, fill: dict[str, str]) -> dict:
+    """Swagger UI's Try it out on the docs page, with `fill`'s parameters typed in and the others as it fills
+    them in: the journal entry of the call it made, once the page shows a 200 and has called nothing outside."""
     server.reset()
     page, outside = open_page(browser, server.url)
     page.goto(server.url + "/__mock/docs")
-    operation = page.locator("#operations-Agents-listAgentTestSetCases")
+    operation = page.locator(f"#operations-{operation_id}")
     operation.locator(".opblock-summary-control").click()
-    operation.locator("input[placeholder=projectId]").fill(SAMPLE_PROJECT)
+    for name, value in fill.items():
+        operation.locator(f"input[placeholder={name}]").fill(value)
     operation.locator("button.execute").click()
     expect(operation.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
-    [entry] = server.requests(operationId="listAgentTestSetCases")
-    assert entry["status"] == 200 and entry["requestHeaders"]["authorization"] == "Bearer demo…"  # preauthorized
+    [entry] = server.requests(operationId=operation_id.rpartition("-")[2])
     page.context.close()
     assert outside == []
+    return entry
+
+
+def test_swagger_ui_tries_it_out_against_the_mock(browser, server):
+    entry = try_it_out(browser, server, "Agents-listAgentTestSetCases", {"projectId": SAMPLE_PROJECT})
+    assert entry["status"] == 200 and entry["requestHeaders"]["authorization"] == "Bearer demo…"  # preauthorized
 
 
 def test_screenshot(page, server, tmp_path):
@@ -423,14 +431,5 @@ def test_coverage_opens_as_a_page(page, server):
 
 def test_swagger_ui_answers_the_first_execute_with_the_examples_it_fills_in(browser, server):
     """Try it out sends every parameter's example: those of the scope triplet go together (no 400 scope-invalid)."""
-    server.reset()
-    page, outside = open_page(browser, server.url)
-    page.goto(server.url + "/__mock/docs")
-    operation = page.locator("#operations-Test_sets-listTestSets")
-    operation.locator(".opblock-summary-control").click()
-    operation.locator("button.execute").click()
-    expect(operation.locator(".live-responses-table tbody .response-col_status")).to_have_text("200")
-    [entry] = server.requests(operationId="listTestSets")
+    entry = try_it_out(browser, server, "Test_sets-listTestSets", {})
     assert "scopeKind=project" in entry["query"] and "scopeId=" in entry["query"]
-    page.context.close()
-    assert outside == []

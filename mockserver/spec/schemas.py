@@ -6,6 +6,7 @@ the document it stands in, across files. OpenAPI 3.0 documents are rewritten to 
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -237,17 +238,47 @@ def _holds(validator: Any, branch: Any, index: int, instance: Any) -> bool:
         validator.descend(instance, branch, schema_path=index), None) is None
 
 
+class _Choosing(threading.local):
+    """The choices (`oneOf`/`anyOf`, by id) each value (by id) is being checked against now, in this thread."""
+
+    def __init__(self) -> None:
+        self.now: set[tuple[int, int]] = set()
+
+
+_CHOOSING = _Choosing()
+
+
+def _choice(check: Callable[[], Iterator[ValidationError]], branches: Any,
+            instance: Any) -> Iterator[ValidationError]:
+    """A choice's errors, unless the value is being checked against this very choice already, through `$ref`s and
+    `allOf`s alone (Pet: oneOf [Cat], Cat: allOf [Pet, …]): then the value is the branch that leads back, as the
+    generator takes it, and holds, where checking it again would recurse until the stack is gone. Nested values
+    are other objects, so only such a loop meets the same pair again."""
+    key = (id(branches), id(instance))
+    if key in _CHOOSING.now:
+        return
+    _CHOOSING.now.add(key)
+    try:
+        yield from check()
+    finally:
+        _CHOOSING.now.discard(key)
+
+
 def _one_of(validator: Any, branches: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
     """`oneOf`, reading only the branches a value is not told apart from at a glance (one branch in seven, for a
     component told by its `type`); for a value it does not fit, jsonschema's own errors."""
-    if sum(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)) != 1:
-        yield from _ONE_OF(validator, branches, instance, schema)
+    def check() -> Iterator[ValidationError]:
+        if sum(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)) != 1:
+            yield from _ONE_OF(validator, branches, instance, schema)
+    return _choice(check, branches, instance)
 
 
 def _any_of(validator: Any, branches: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
     """`anyOf`, as `oneOf` above."""
-    if not any(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)):
-        yield from _ANY_OF(validator, branches, instance, schema)
+    def check() -> Iterator[ValidationError]:
+        if not any(_holds(validator, branch, i, instance) for i, branch in enumerate(branches)):
+            yield from _ANY_OF(validator, branches, instance, schema)
+    return _choice(check, branches, instance)
 
 
 # Draft 2020-12 with branches told apart at a glance: what every validator of the mock is

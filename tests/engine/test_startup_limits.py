@@ -145,3 +145,37 @@ def test_the_tree_is_still_served(tmp_path):
                              "        children: {type: array, items: {$ref: '#/components/schemas/Thing'}}\n")
     answer = create_app(spec).test_client().get("/things")
     assert answer.status_code == 200 and isinstance(body(answer)["name"], str)
+
+
+PET_AND_CAT = HEAD + """\
+paths:
+  /pets:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}}
+    post:
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}
+      responses:
+        "201": {description: created, content: {application/json: {schema: {$ref: "#/components/schemas/Pet"}}}}
+components:
+  schemas:
+    Pet:
+      oneOf: [{$ref: '#/components/schemas/Cat'}]
+    Cat:
+      allOf: [{$ref: '#/components/schemas/Pet'}, {type: object, properties: {name: {type: string}}}]
+"""
+
+
+def test_a_choice_of_a_part_that_includes_the_choice_is_served_and_checked(tmp_path):
+    """Pet: oneOf [Cat], Cat: allOf [Pet, …]: the value is the branch that leads back (as it is generated), so
+    answers are served and request bodies are checked, where checking recursed until the stack was gone (500)."""
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(PET_AND_CAT)
+    client = create_app(spec).test_client()
+    answer = client.get("/pets")
+    assert answer.status_code == 200 and isinstance(body(answer)["name"], str)
+    assert client.post("/pets", json={"name": "Tom"}).status_code == 201
+    refused_body = client.post("/pets", json={"name": 7})
+    assert refused_body.status_code == 400 and "7 is not of type 'string'" in refused_body.get_data(as_text=True)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse
 from ..pipeline.pipeline import Pipeline
+from ..state import SESSION_COOKIE
 from ..tools.drift import DriftLog, check
 from .recording import Recorder
 
@@ -23,7 +24,8 @@ log = logging.getLogger("mockserver.proxy")
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                          "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding"})
 # the methods forwarded: RFC 9110's and PATCH (RFC 5789), but not CONNECT (a tunnel, not a call of the API)
-FORWARDED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+# HTTP's methods but TRACE, which would echo the client's credentials back (cross-site tracing)
+FORWARDED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _ALLOW = ", ".join(FORWARDED_METHODS)
 _MOCK_HEADERS = "x-mock-"  # the mock's own (control token, session, …): never the target's business
 # what a server behind may read as a separator or a dot: an encoded slash or backslash, a backslash, an encoded dot
@@ -93,6 +95,8 @@ class Proxy:
         url = self._base + request.path + (f"?{request.query_string}" if request.query_string else "")
         headers = {k: v for k, v in request.headers.items()
                    if k not in _HOP_BY_HOP and not k.startswith(_MOCK_HEADERS)}
+        if "cookie" in headers:
+            headers = _without_session_cookie(headers)
         try:
             connection.request(request.method, url, body=request.body or None, headers=headers)
             response = connection.getresponse()
@@ -143,3 +147,12 @@ def target_path(path: str) -> str | None:
                 return None
             kept.pop()
     return "/" + "/".join(kept) + ("/" if dots[-1] and kept else "")
+
+
+def _without_session_cookie(headers: dict[str, str]) -> dict[str, str]:
+    """The headers with the mock's own session cookie left out of `Cookie` (the target's cookies kept): like the
+    `X-Mock-…` headers, it is not the target's business."""
+    kept = "; ".join(c.strip() for c in headers["cookie"].split(";")
+                     if c.strip() and c.split("=", 1)[0].strip() != SESSION_COOKIE)
+    rest = {k: v for k, v in headers.items() if k != "cookie"}
+    return {**rest, "cookie": kept} if kept else rest

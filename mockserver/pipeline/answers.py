@@ -205,8 +205,9 @@ class Answers:
                                                  kind))
         media, _ = self._success_schema(op)
         own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        sent = pick_media_type(op.request_body.content) if op.request_body else None
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
-                     self.generator, own)
+                     self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None)
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
@@ -250,7 +251,7 @@ class Answers:
         for name, live in self.live.items():
             found = schemas.get(name, {})
             live.schema = found.get("item") or found.get("list") or found.get("create")
-            live.prepare(walk, self.write_only, bodies.get(name))
+            live.prepare(walk, self.write_only, self.generator, bodies.get(name))
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status

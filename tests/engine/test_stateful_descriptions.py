@@ -1,0 +1,49 @@
+"""`--stateful` on descriptions written by others (issue 31): each defect class pinned by a tiny description of
+its own under tests/data/stateful, served in process and called over HTTP as an SDK would."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask.testing import FlaskClient
+
+from conftest import body
+from mockserver import create_app
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "stateful"
+
+
+def stateful(name: str) -> FlaskClient:
+    return create_app(DATA / name, stateful=True).test_client()
+
+
+# -- item 1: stored items are what a read would answer ----------------------------------------------------------
+def test_a_nested_object_the_reads_complete_is_filled_with_the_servers_fields_and_read_back():
+    client = stateful("server_made.yaml")
+    made = client.post("/runs", json={"name": "r1", "state": {"type": "PENDING"}, "priority": None,
+                                      "token": "s3cret"})
+    assert made.status_code == 201, made.data
+    run = body(made)
+    state = run["state"]
+    assert state["type"] == "PENDING"  # what the request gave is kept
+    assert len(state["id"]) == 36 and state["timestamp"].endswith("Z")  # made by the server
+    assert state["details"]["retries"] == 0 and isinstance(state["details"]["flags"], list)  # a default, a made one
+    assert run["priority"] == 10  # null sent, none taken by reads: the reads' default
+    assert "token" not in run  # writeOnly in the body, unknown to the closed reads: never stored
+    assert body(client.get(f"/runs/{run['id']}")) == run and body(client.get("/runs")) == [run]
+    updated = client.patch(f"/runs/{run['id']}", json={"name": "r1", "state": {"type": "RUNNING", "message": "go"}})
+    assert updated.status_code == 200, updated.data
+    assert body(updated)["state"]["type"] == "RUNNING" and body(updated)["state"]["id"] == state["id"]
+    store = client.application.extensions["mockserver"].pipeline.store
+    assert all("token" not in row["item"] for row in store.live(None, "runs", "").rows.values())
+
+
+def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_request_as_its_source():
+    client = stateful("server_made.yaml")
+    refused = client.post("/runs", json={"name": "r1", "state": {"type": "PENDING", "message": "far too long"}})
+    assert refused.status_code == 500
+    error = body(refused)
+    details = error["details"] if "details" in error else error["error"]["details"]
+    assert details["source"] == "request" and details["field"] == "/state/message"
+    assert "State" in details["schema"] or "anyOf/1" in details["schema"], details
+    assert "fixture" not in refused.get_data(as_text=True)
+    assert body(client.get("/runs")) == []  # nothing stored

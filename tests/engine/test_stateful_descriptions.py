@@ -47,3 +47,27 @@ def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_reques
     assert "State" in details["schema"] or "anyOf/1" in details["schema"], details
     assert "fixture" not in refused.get_data(as_text=True)
     assert body(client.get("/runs")) == []  # nothing stored
+
+
+# -- item 2: collections by resource, not by last path word -----------------------------------------------------
+def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_operations_use():
+    client = stateful("families.yaml")
+    v1 = client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2})
+    v2 = client.post("/v2/concurrency_limits/", json={"name": "db", "limit": 5})
+    assert v1.status_code == 200 and v2.status_code == 201, (v1.data, v2.data)
+    assert body(client.get(f"/concurrency_limits/{body(v1)['id']}")) == body(v1)
+    assert body(client.get("/v2/concurrency_limits/db")) == body(v2)  # by name, the v2 key
+    assert client.patch("/v2/concurrency_limits/db", json={"limit": 7}).status_code == 204
+    assert body(client.get("/v2/concurrency_limits/db"))["limit"] == 7
+    assert body(client.get(f"/concurrency_limits/{body(v1)['id']}"))["concurrency_limit"] == 2  # v1 untouched
+    live = client.application.extensions["mockserver"].pipeline.answers.live
+    assert live["concurrency_limits"].collection.key == ["id"] and live["v2/concurrency_limits"].collection.key == [
+        "name"]
+
+
+def test_a_read_by_another_field_of_the_items_reads_the_same_items():
+    client = stateful("families.yaml")
+    made = body(client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2}))
+    assert body(client.get("/concurrency_limits/tag/db")) == made
+    assert client.delete(f"/concurrency_limits/{made['id']}").status_code == 204
+    assert client.get("/concurrency_limits/tag/db").status_code == 404

@@ -20,7 +20,7 @@ from ..base.pointers import pointer_join, unescape_token
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk
-from ..spec.schemas import instance_pointer, iter_errors
+from ..spec.schemas import instance_pointer, iter_errors, schema_types
 from ..spec.write_only import WriteOnly
 from ..state import Store
 from ..state.memory import MemoryStore
@@ -29,7 +29,7 @@ from .envelope import fill
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
-from .query import ItemQuery, ListQuery, page_names, to_json
+from .query import ItemQuery, ListQuery, page_names, singular, to_json
 from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
@@ -177,6 +177,7 @@ class Answers:
         kind = next((k for k in WRITES if k in config), None)
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
+        self._check_not_found(op, result, located)
         for i, raw in enumerate(config.get("respond", [])):
             answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
                             dict(raw.get("headers", {})),
@@ -204,10 +205,29 @@ class Answers:
             self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
                                                  kind))
         media, _ = self._success_schema(op)
-        own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        many = media is not None and media.schema is not None and kind == "create" and schema_types(
+            media.schema.node, media.schema.uri, self.spec.docs.resolve) == {"array"}  # a create of many answers them
+        own = [(op.id, media.schema.validator, (lambda item: [item]) if many else (lambda item: item))] \
+            if media and media.schema else []
         sent = pick_media_type(op.request_body.content) if op.request_body else None
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                      self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None)
+
+    def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
+        """An item the request names may be missing (an unknown id): its status, 404, is answered within the
+        operation's `4XX` or `default` response where it declares no 404; where it declares neither, it is
+        answered all the same and said once, at start-up, as the description's gap."""
+        if fixture.item is not None:
+            collection, status = fixture.item.collection, fixture.item.status or 404
+        elif fixture.write is not None and fixture.write.kind != "create":
+            collection, status = fixture.write.live.collection, 404
+        else:
+            return
+        if not op.declares(status):
+            self.warnings.append(located.problem(
+                f"{op.id} declares no {status} (nor 4XX, nor default), yet a {singular(collection.name)} it "
+                f"names may not exist: answered {status} all the same; the description should declare it",
+                "responses"))
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]

@@ -584,12 +584,15 @@ class Write:
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
 
-    def apply(self, ctx: Context, store: Store) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
-        a body to answer), and the headers the answer carries."""
+        a body to answer; a list of them after a create whose body is an array of items), and the headers the
+        answer carries."""
         live, body = self.live, ctx.request.body
-        if self.kind != "delete" and not isinstance(body, dict):
-            raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item")
+        batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
+        if self.kind != "delete" and not isinstance(body, dict) and not batch:
+            raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item"
+                            + (", or an array of them" if self.kind == "create" else ""))
         kept: list[tuple[str, dict[str, Any]]] = []
         attempt: list[tuple[View, RowsUpdate]] = []  # the last one is what was written
 
@@ -599,24 +602,35 @@ class Write:
             attempt[:] = [(view, update)]
             return update
 
-        def decide(rows: Rows, view: View) -> RowsUpdate:
-            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
-            if self.kind == "create":
-                item = live.complete(live.filled(body, view, self.generator, counters=rows.counters), self.body)
+        def create(rows: Rows, view: View, seq: int) -> RowsUpdate:
+            """Each item of the body (one, or those of an array, in its order) created: all or none."""
+            made: dict[str, dict[str, Any]] = {}
+            counters = dict(rows.counters)
+            kept.clear()
+            for i, sent in enumerate(body if batch else [body]):
+                item = live.complete(live.filled(sent, view, self.generator, counters=counters), self.body)
                 key = live.key_of(item)
-                if key in view.items:
+                if key in view.items or key in made:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
                     raise MockError(409 if self.op.declares(409) else 400,
                                     f"a {singular(live.name)} with {shown} exists already",
                                     details={k: item.get(k) for k in live.collection.key})
-                if len(view.items) >= live.limit:
+                if len(view.items) + len(made) >= live.limit:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                live.check(item, self.checks, body)
+                live.check(item, self.checks, sent)
                 kept.append((key, item))
-                ranks = {op_id: live.rank_in(op_id, view, item) for op_id in live.lists}
-                return RowsUpdate({key: {"item": item, "seq": seq, "ranks": ranks}}, live.counted(item, rows.counters))
+                counters.update(live.counted(item, counters))
+                # items of one array that land at one place keep the array's order
+                ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
+                made[key] = {"item": item, "seq": seq + i, "ranks": ranks}
+            return RowsUpdate(made, {k: v for k, v in counters.items() if v != rows.counters.get(k)})
+
+        def decide(rows: Rows, view: View) -> RowsUpdate:
+            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
+            if self.kind == "create":
+                return create(rows, view, seq)
             found = view.find(ctx, self.where)
             if found is None:
                 raise not_found(live.collection, ctx)
@@ -636,10 +650,11 @@ class Write:
         key, item = kept[-1]
         headers: dict[str, str] = {}
         response = self.op.response(self.op.success_status)
-        if self.kind == "create" and response is not None and \
+        if self.kind == "create" and not batch and response is not None and \
                 any(h.lower() == "location" for h in response.headers):
             value = item.get(live.collection.key[0])
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
-        served = live.serve(item) if response is not None and response.content else None
-        return served, headers
+        if response is None or not response.content:
+            return None, headers
+        return [live.serve(item) for _, item in kept] if batch else live.serve(item), headers
 

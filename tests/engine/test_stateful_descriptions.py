@@ -71,3 +71,25 @@ def test_a_read_by_another_field_of_the_items_reads_the_same_items():
     assert body(client.get("/concurrency_limits/tag/db")) == made
     assert client.delete(f"/concurrency_limits/{made['id']}").status_code == 204
     assert client.get("/concurrency_limits/tag/db").status_code == 404
+
+
+# -- item 6: the stateful mock keeps to its own description -----------------------------------------------------
+def test_a_create_whose_declared_body_is_an_array_creates_each_item_in_order():
+    client = stateful("undeclared.yaml")
+    made = client.post("/tags", json=[{"name": "a"}, {"name": "b"}])
+    assert made.status_code == 201, made.data
+    assert body(made) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+    assert body(client.get("/tags")) == body(made) and body(client.get("/tags/2")) == {"id": 2, "name": "b"}
+    again = client.post("/tags", json=[{"name": "c"}])
+    assert body(again) == [{"id": 3, "name": "c"}]
+
+
+def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_once_at_start_up():
+    client = stateful("undeclared.yaml")
+    missing = client.get("/tags/99")
+    assert missing.status_code == 404 and body(missing) == {"code": 404, "message": "no such tag"}  # `default`
+    assert client.delete("/tags/99").status_code == 404  # answered all the same
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 404" in m] == [
+        "deleteTag declares no 404 (nor 4XX, nor default), yet a tag it names may not exist: answered 404 all the "
+        "same; the description should declare it"]

@@ -593,6 +593,10 @@ class Write:
         if self.kind != "delete" and not isinstance(body, dict) and not batch:
             raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item"
                             + (", or an array of them" if self.kind == "create" else ""))
+        response = self.op.response(self.op.success_status)
+        answers = response is not None and bool(response.content)
+        if batch and not body:
+            return ([] if answers else None), {}  # an empty array creates nothing
         kept: list[tuple[str, dict[str, Any]]] = []
         attempt: list[tuple[View, RowsUpdate]] = []  # the last one is what was written
 
@@ -649,12 +653,11 @@ class Write:
         live.written(ctx.session, view, update.rows, rows)
         key, item = kept[-1]
         headers: dict[str, str] = {}
-        response = self.op.response(self.op.success_status)
         if self.kind == "create" and not batch and response is not None and \
                 any(h.lower() == "location" for h in response.headers):
             value = item.get(live.collection.key[0])
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
-        if response is None or not response.content:
+        if not answers:
             return None, headers
         return [live.serve(item) for _, item in kept] if batch else live.serve(item), headers
 

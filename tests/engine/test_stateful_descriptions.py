@@ -82,6 +82,8 @@ def test_a_create_whose_declared_body_is_an_array_creates_each_item_in_order():
     assert body(client.get("/tags")) == body(made) and body(client.get("/tags/2")) == {"id": 2, "name": "b"}
     again = client.post("/tags", json=[{"name": "c"}])
     assert body(again) == [{"id": 3, "name": "c"}]
+    empty = client.post("/tags", json=[])
+    assert empty.status_code == 201 and body(empty) == [] and len(body(client.get("/tags"))) == 3
 
 
 def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_once_at_start_up():

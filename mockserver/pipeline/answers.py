@@ -29,9 +29,10 @@ from .envelope import fill
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
-from .query import ItemQuery, ListQuery, page_names, singular, to_json
+from .query import PAGE_DEFAULTS, ItemQuery, ListQuery, page_names, singular, to_json
 from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
+from .search import Search
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
 
 GENERATED_CACHE_SIZE = 2048
@@ -78,6 +79,7 @@ class OperationFixture:
     rejects: list[tuple[Condition, _ErrorRule]] = field(default_factory=list)
     listing: ListQuery | None = None
     item: ItemQuery | None = None
+    search: Search | None = None
     respond: list[_Respond] = field(default_factory=list)
     write: Write | None = None
     origin: str = ""
@@ -174,6 +176,10 @@ class Answers:
             if collection:
                 result.item = ItemQuery(config["item"], collection)
                 self._check_collection(op, collection, wrap=None)
+        if "search" in config:
+            collection = self._collection(config["search"]["from"], fixtures, located, "search", "from")
+            if collection:
+                result.search = self._search(op, config["search"], collection)
         kind = next((k for k in WRITES if k in config), None)
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
@@ -207,11 +213,29 @@ class Answers:
         media, _ = self._success_schema(op)
         many = media is not None and media.schema is not None and kind == "create" and schema_types(
             media.schema.node, media.schema.uri, self.spec.docs.resolve) == {"array"}  # a create of many answers them
+        action = bool(raw.get("action"))
         own = [(op.id, media.schema.validator, (lambda item: [item]) if many else (lambda item: item))] \
-            if media and media.schema else []
+            if media and media.schema and not action else []
         sent = pick_media_type(op.request_body.content) if op.request_body else None
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
-                     self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None)
+                     self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
+                     action)
+
+    def _search(self, op: Operation, raw: dict[str, Any], collection: Collection) -> Search:
+        """A search: the fields its filters and sort may name are those of the items its answer holds (by its
+        schema) and of the collection's items."""
+        page = raw.get("page") or {}
+        items_field = page.get("items", PAGE_DEFAULTS["items"])
+        fields = {name for item in collection.items for name in item}
+        media, _ = self._success_schema(op)
+        if media is not None and media.schema is not None and not raw.get("count"):
+            walk = SchemaWalk(self.spec.docs.resolve)
+            node, uri = media.schema.node, media.schema.uri
+            items = walk.items(*(walk.deref(node, uri) if not items_field else walk.property(node, uri, items_field)))
+            if items[0] is not None:
+                fields |= {name for part, _ in walk.parts(*items) for name in part.get("properties") or {}}
+        return Search(op.id, collection, frozenset(fields), items_field,
+                      page.get("hasMore", PAGE_DEFAULTS["hasMore"]), bool(raw.get("count")))
 
     def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
         """An item the request names may be missing (an unknown id): its status, 404, is answered within the
@@ -231,7 +255,8 @@ class Answers:
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
-        read += [query.collection.name for query in (fixture.listing, fixture.item) if query is not None]
+        read += [query.collection.name for query in (fixture.listing, fixture.item, fixture.search)
+                 if query is not None]
         return fixture.write is not None or any(name in self.live for name in read)
 
     def versions(self, session: str | None) -> tuple[str | None, ...]:
@@ -272,6 +297,9 @@ class Answers:
             found = schemas.get(name, {})
             live.schema = found.get("item") or found.get("list") or found.get("create")
             live.prepare(walk, self.write_only, self.generator, bodies.get(name))
+        for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
+            if fixture.search is not None and fixture.search.collection.name in self.live:
+                fixture.search.fields |= self.live[fixture.search.collection.name].fields
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -348,7 +376,7 @@ class Answers:
         if not prefer.asked_dynamic and status == op.success_status:
             fixture = self.fixtures.get(op.id)
             if fixture is not None and (media is None or is_json(media.name)):
-                if fixture.write is not None or fixture.listing is not None or fixture.item is not None:
+                if fixture.write or fixture.listing or fixture.item or fixture.search:
                     return Decision(status, media, "fixture")
                 for index, entry in enumerate(fixture.respond):
                     if entry.when is None or entry.when(ctx):
@@ -370,6 +398,10 @@ class Answers:
             return Answer(status, self._examples[(op.id, response.status, media.name)][decision.example],
                           media.name, "example")
         if decision.source == "fixture":
+            write = self.fixtures[op.id].write
+            if write is not None and write.action:  # the item changes; the answer is the operation's own
+                write.apply(ctx, self.store)
+                return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
             return self._from_fixture(op, ctx, decision)
         return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
 
@@ -391,6 +423,13 @@ class Answers:
             page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
             return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
                           prechecked=True)
+        if fixture.search is not None:
+            collection = fixture.search.collection
+            live = self.live.get(collection.name)
+            found = live.view(self.store, ctx.session).pairs() if live else (
+                (item, collection.public(item)) for item in collection.items)
+            return Answer(status, fixture.search.answer(ctx.request.body, found), media_type, "fixture",
+                          origin=fixture.origin)
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
         pairs = live.view(self.store, ctx.session).pairs() if live else None

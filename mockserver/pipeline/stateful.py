@@ -126,6 +126,7 @@ class LiveCollection:
     schema: Schema | None = None
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
     fills: list[_Fill] = field(default_factory=list)
+    fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
     _base: View | None = None
@@ -148,7 +149,9 @@ class LiveCollection:
         `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
+        self.fields = frozenset(name for item in self.collection.items for name in item)
         if self.schema is not None:
+            self.fields |= {name for part, _ in walk.parts(*self.schema) for name in part.get("properties") or {}}
             seen: set[str] = set()
             required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
                         if isinstance(name, str)}
@@ -583,6 +586,7 @@ class Write:
     generator: SchemaGenerator
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
+    action: bool = False  # an update by the body's members that are fields of the item; the answer is not the item
 
     def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
@@ -642,7 +646,8 @@ class Write:
             kept.append((found, old))
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
-            new = merge_patch(old, body) if self.kind == "update" else dict(body)
+            patch = {k: v for k, v in body.items() if k in live.fields} if self.action else body
+            new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, view, self.generator, keep=old), self.body)
             live.check(item, self.checks, body)
             kept[-1] = (found, item)

@@ -95,3 +95,37 @@ def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_
     assert [m for m in warnings if "declares no 404" in m] == [
         "deleteTag declares no 404 (nor 4XX, nor default), yet a tag it names may not exist: answered 404 all the "
         "same; the description should declare it"]
+
+
+# -- item 3: searches, counts and actions -----------------------------------------------------------------------
+def flows(client: FlaskClient, *names: str) -> dict[str, dict]:
+    made = {name: client.post("/flows/", json={"name": name, "tags": [name[0]]}) for name in names}
+    assert all(r.status_code == 201 for r in made.values()), [r.data for r in made.values()]
+    return {name: body(r) for name, r in made.items()}
+
+
+def test_a_search_in_the_body_answers_the_collection_filtered_sorted_and_windowed():
+    client = stateful("searches.yaml")
+    flows(client, "beta", "alpha", "gamma", "delta")
+    search = lambda query: [f["name"] for f in body(client.post("/flows/filter", json=query))]  # noqa: E731
+    assert search({}) == ["beta", "alpha", "gamma", "delta"]  # the order they were made in
+    assert search({"sort": "NAME_ASC"}) == ["alpha", "beta", "delta", "gamma"]
+    assert search({"sort": "NAME_DESC", "limit": 2, "offset": 1}) == ["delta", "beta"]
+    assert search({"flows": {"name": {"any_": ["gamma", "alpha", "nope"]}}, "deployments": {"x": 1}}) == [
+        "alpha", "gamma"]  # a filter on another collection is left out of the match
+    assert search({"flows": None}) == ["beta", "alpha", "gamma", "delta"]  # null filters nothing
+    assert body(client.post("/flows/count", json={"flows": {"name": {"any_": ["beta", "delta"]}}})) == 2
+    assert body(client.post("/flows/count", json={})) == 4
+    bad = client.post("/flows/filter", json={"limit": -1})
+    assert bad.status_code == 400 and "limit" in bad.get_data(as_text=True)
+
+
+def test_an_action_whose_body_names_fields_of_the_item_updates_them():
+    client = stateful("searches.yaml")
+    flow = flows(client, "alpha")["alpha"]
+    acted = client.post(f"/flows/{flow['id']}/set_state", json={"state": {"type": "COMPLETED"}, "force": True})
+    assert acted.status_code == 200 and body(acted)["status"] in ("ACCEPT", "REJECT")  # its own answer
+    read = body(client.get(f"/flows/{flow['id']}"))
+    assert read["state"] == {"type": "COMPLETED"} and "force" not in read and read["name"] == "alpha"
+    assert client.post("/flows/00000000-0000-4000-8000-000000000000/set_state",
+                       json={"state": {"type": "RUNNING"}}).status_code == 404

@@ -118,6 +118,7 @@ class Answers:
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
         self.warnings: list[Problem] = []
+        self.not_found_gaps: dict[str, str] = {}  # operation -> why its undeclared 404 is the description's gap
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
@@ -248,10 +249,10 @@ class Answers:
         else:
             return
         if not op.declares(status):
-            self.warnings.append(located.problem(
-                f"{op.id} declares no {status} (nor 4XX, nor default), yet a {singular(collection.name)} it "
-                f"names may not exist: answered {status} all the same; the description should declare it",
-                "responses"))
+            self.not_found_gaps[op.id] = (f"{op.id} declares no {status} (nor 4XX, nor default), yet a "
+                                          f"{singular(collection.name)} it names may not exist: answered {status} "
+                                          "all the same; the description should declare it")
+            self.warnings.append(located.problem(self.not_found_gaps[op.id], "responses"))
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]

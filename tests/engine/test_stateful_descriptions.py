@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from flask.testing import FlaskClient
 
 from conftest import body
@@ -129,3 +130,18 @@ def test_an_action_whose_body_names_fields_of_the_item_updates_them():
     assert read["state"] == {"type": "COMPLETED"} and "force" not in read and read["name"] == "alpha"
     assert client.post("/flows/00000000-0000-4000-8000-000000000000/set_state",
                        json={"state": {"type": "RUNNING"}}).status_code == 404
+
+
+@pytest.mark.slow  # a whole contract run
+def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "undeclared.yaml", None, phases=["stateful"], max_examples=5, seed=1,
+                            force=False, stateful=True))
+    delete = result.operations["DELETE /tags/{id}"]
+    assert delete.statuses[404] > 0 and not delete.findings, delete.findings  # unknown ids were deleted
+    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+        "the description's gap, not the mock's: deleteTag declares no 404 (nor 4XX, nor default), yet a tag it "
+        f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
+        "answers of DELETE /tags/{id})"]
+    assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`

@@ -214,7 +214,7 @@ class Answers:
         media, _ = self._success_schema(op)
         many = media is not None and media.schema is not None and kind == "create" and schema_types(
             media.schema.node, media.schema.uri, self.spec.docs.resolve) == {"array"}  # a create of many answers them
-        action = bool(raw.get("action"))
+        action: bool | str = raw.get("action") or False
         own = [(op.id, media.schema.validator, (lambda item: [item]) if many else (lambda item: item))] \
             if media and media.schema and not action else []
         sent = pick_media_type(op.request_body.content) if op.request_body else None

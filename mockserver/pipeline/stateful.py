@@ -586,7 +586,8 @@ class Write:
     generator: SchemaGenerator
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
-    action: bool = False  # an update by the body's members that are fields of the item; the answer is not the item
+    action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
+    # the field named); the answer is the operation's own, not the item
 
     def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
@@ -646,7 +647,8 @@ class Write:
             kept.append((found, old))
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
-            patch = {k: v for k, v in body.items() if k in live.fields} if self.action else body
+            patch = {self.action: body} if isinstance(self.action, str) else \
+                {k: v for k, v in body.items() if k in live.fields} if self.action else body
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, view, self.generator, keep=old), self.body)
             live.check(item, self.checks, body)

@@ -130,6 +130,8 @@ def test_an_action_whose_body_names_fields_of_the_item_updates_them():
     assert read["state"] == {"type": "COMPLETED"} and "force" not in read and read["name"] == "alpha"
     assert client.post("/flows/00000000-0000-4000-8000-000000000000/set_state",
                        json={"state": {"type": "RUNNING"}}).status_code == 404
+    assert client.patch(f"/flows/{flow['id']}/state", json={"type": "RUNNING"}).status_code == 204  # a sub-object
+    assert body(client.get(f"/flows/{flow['id']}"))["state"] == {"type": "RUNNING"}
 
 
 @pytest.mark.slow  # a whole contract run

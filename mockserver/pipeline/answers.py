@@ -377,7 +377,8 @@ class Answers:
         if not prefer.asked_dynamic and status == op.success_status:
             fixture = self.fixtures.get(op.id)
             if fixture is not None and (media is None or is_json(media.name)):
-                if fixture.write or fixture.listing or fixture.item or fixture.search:
+                if (fixture.write is not None or fixture.listing is not None or fixture.item is not None
+                        or fixture.search is not None):
                     return Decision(status, media, "fixture")
                 for index, entry in enumerate(fixture.respond):
                     if entry.when is None or entry.when(ctx):
@@ -399,14 +400,10 @@ class Answers:
             return Answer(status, self._examples[(op.id, response.status, media.name)][decision.example],
                           media.name, "example")
         if decision.source == "fixture":
-            write = self.fixtures[op.id].write
-            if write is not None and write.action:  # the item changes; the answer is the operation's own
-                write.apply(ctx, self.store)
-                return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
-            return self._from_fixture(op, ctx, decision)
+            return self._from_fixture(op, ctx, decision, key)
         return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
 
-    def _from_fixture(self, op: Operation, ctx: Context, decision: Decision) -> Answer:
+    def _from_fixture(self, op: Operation, ctx: Context, decision: Decision, key: str) -> Answer:
         """Fixtures hold JSON: they answer when the client accepts it (`decision.media` is the negotiated type)."""
         fixture = self.fixtures[op.id]
         status = decision.status
@@ -417,6 +414,9 @@ class Answers:
                           dict(answer.headers), answer.origin)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
+            if fixture.write.action:  # the item changed; the answer is the operation's own
+                return self.generated(op, decision.media, key, status=status, static=decision.static,
+                                      request=ctx.request)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
                           fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:

@@ -180,7 +180,7 @@ class Answers:
         if "search" in config:
             collection = self._collection(config["search"]["from"], fixtures, located, "search", "from")
             if collection:
-                result.search = self._search(op, config["search"], collection)
+                result.search = self._search(op, config["search"], collection, located)
         kind = next((k for k in WRITES if k in config), None)
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
@@ -222,9 +222,10 @@ class Answers:
                      self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
                      action)
 
-    def _search(self, op: Operation, raw: dict[str, Any], collection: Collection) -> Search:
+    def _search(self, op: Operation, raw: dict[str, Any], collection: Collection, located: Located) -> Search:
         """A search: the fields its filters and sort may name are those of the items its answer holds (by its
-        schema) and of the collection's items."""
+        schema) and of the collection's items. Its answer without items (an empty page, or a count of 0) must
+        fit the operation's schema: a page of another shape is a start-up problem, not a 500 per request."""
         page = raw.get("page") or {}
         items_field = page.get("items", PAGE_DEFAULTS["items"])
         fields = {name for item in collection.items for name in item}
@@ -235,8 +236,12 @@ class Answers:
             items = walk.items(*(walk.deref(node, uri) if not items_field else walk.property(node, uri, items_field)))
             if items[0] is not None:
                 fields |= {name for part, _ in walk.parts(*items) for name in part.get("properties") or {}}
-        return Search(op.id, collection, frozenset(fields), items_field,
-                      page.get("hasMore", PAGE_DEFAULTS["hasMore"]), bool(raw.get("count")))
+        search = Search(op.id, collection, frozenset(fields), items_field,
+                        page.get("hasMore", PAGE_DEFAULTS["hasMore"]), bool(raw.get("count")))
+        for error in iter_errors(media.schema.validator, search.answer({}, [])) if media and media.schema else ():
+            self.problems.append(located.problem(f"an empty answer of {op.id}'s search breaks its schema: "
+                                                 f"{error.message}", str(error.validator), "search"))
+        return search
 
     def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
         """An item the request names may be missing (an unknown id): its status, 404, is answered within the

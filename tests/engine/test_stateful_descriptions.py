@@ -9,6 +9,7 @@ from flask.testing import FlaskClient
 
 from conftest import body
 from mockserver import create_app
+from mockserver.base.errors import LoadError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stateful"
 
@@ -147,3 +148,36 @@ def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_de
         f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
         "answers of DELETE /tags/{id})"]
     assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`
+
+
+FLOWS = """\
+collections:
+  flows:
+    key: [id]
+    items:
+      - {id: 6a1c2c0e-0000-4000-8000-000000000001, name: one, created: '2024-01-01T00:00:00Z', state: {type: PENDING}}
+      - {id: 6a1c2c0e-0000-4000-8000-000000000002, name: two, created: '2024-01-02T00:00:00Z', state: {type: RUNNING}}
+operations:
+  filterFlows: {search: {from: flows, page: {items: ''}}}
+  countFlows: {search: {from: flows, count: true}}
+  patchFlowState: {update: {in: flows, where: [{field: id, equals: {path: id}}], action: state}}
+  readFlow: {item: {from: flows, where: [{field: id, equals: {path: id}}]}}
+"""
+
+
+def test_fixtures_declare_searches_counts_and_actions_and_a_search_of_the_wrong_shape_is_a_start_up_problem(
+        tmp_path):
+    (tmp_path / "flows.yaml").write_text(FLOWS)
+    client = create_app(DATA / "searches.yaml", tmp_path).test_client()
+    running = client.post("/flows/filter", json={"flows": {"state": {"type": {"any_": ["RUNNING"]}}}})
+    assert [f["name"] for f in body(running)] == ["two"]
+    assert body(client.post("/flows/count", json={})) == 2
+    one = "/flows/6a1c2c0e-0000-4000-8000-000000000001"
+    assert client.patch(f"{one}/state", json={"type": "COMPLETED"}).status_code == 204
+    assert body(client.get(one))["state"] == {"type": "COMPLETED"}
+    (tmp_path / "flows.yaml").write_text(FLOWS.replace("page: {items: ''}", "page: {items: data}"))
+    with pytest.raises(LoadError) as caught:
+        create_app(DATA / "searches.yaml", tmp_path)
+    problem = next(p for p in caught.value.problems if "filterFlows's search" in p.message)
+    assert problem.file.endswith("flows.yaml") and problem.line == 8 and problem.pointer == (
+        "/operations/filterFlows/search")

@@ -181,3 +181,17 @@ def test_fixtures_declare_searches_counts_and_actions_and_a_search_of_the_wrong_
     problem = next(p for p in caught.value.problems if "filterFlows's search" in p.message)
     assert problem.file.endswith("flows.yaml") and problem.line == 8 and problem.pointer == (
         "/operations/filterFlows/search")
+
+
+@pytest.mark.slow  # a redis-server
+def test_an_array_create_holds_across_replicas_on_a_shared_redis(redis_url):
+    apps = [create_app(DATA / "undeclared.yaml", stateful=True, state=redis_url) for _ in range(2)]
+    try:
+        one, two = (app.test_client() for app in apps)
+        assert body(one.post("/tags", json=[{"name": "a"}, {"name": "b"}])) == [
+            {"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+        assert body(two.post("/tags", json=[{"name": "c"}])) == [{"id": 3, "name": "c"}]  # one shared sequence
+        assert [t["name"] for t in body(one.get("/tags"))] == ["a", "b", "c"]
+    finally:
+        for app in apps:
+            app.extensions["mockserver"].pipeline.store.close()

@@ -112,8 +112,8 @@ class Search:
         if name.upper().endswith(("_ASC", "_DESC")):
             name = name.rsplit("_", 1)[0]
         by = next((f for f in self.fields if f.lower() == name.lower()), None)
-        if by is None:
-            by = next((f for f in sorted(self.fields) if f.lower().startswith(name.lower())), None)  # CREATED → created_at
+        if by is None:  # `CREATED` → `created_at`
+            by = next((f for f in sorted(self.fields) if f.lower().startswith(name.lower())), None)
         if by is None:
             return found
         get = field_getter(by)

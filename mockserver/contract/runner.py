@@ -34,7 +34,7 @@ from .force import force, probe
 from .gate import judge
 from .knowledge import KEY
 from .preflight import Blocked, connect, first_calls
-from .results import OperationResult, RunResult, fold
+from .results import OperationResult, RunResult, fold, response_key
 from .safety import changes, read_only
 from .schema import Contract, load_contract
 
@@ -172,11 +172,32 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         execute(schema)
         if options.force:
             result.notes.append(_force(schema, result, options, execute))
+    if pipeline is not None:
+        result.notes += _description_gaps(result, pipeline.answers.not_found_gaps)
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
     result.gaps, result.excused = judge(result.operations.values(), set(allowed),
                                         expect_success=options.mode != "negative")
     result.elapsed = time.monotonic() - started
     return result
+
+
+def _description_gaps(result: RunResult, gaps: dict[str, str]) -> list[str]:
+    """The in-process mock's undeclared 404s for an unknown item (`Answers.not_found_gaps`) are the description's
+    gap, not the mock's failure: an operation whose only undeclared status was that 404 has its finding set aside
+    and said once, as a note."""
+    notes = []
+    for op in result.operations.values():
+        undeclared = {status for status in op.statuses if response_key(status, op.declared) is None}
+        finding = op.findings.get(_UNDECLARED_404)
+        if op.operation_id in gaps and undeclared == {404} and finding is not None:
+            del op.findings[_UNDECLARED_404]
+            op.failed[_UNDECLARED_404[0]] -= finding.count
+            notes.append(f"the description's gap, not the mock's: {gaps[op.operation_id]} "
+                         f"({op.statuses[404]} answers of {op.label})")
+    return notes
+
+
+_UNDECLARED_404 = ("status_code_conformance", "status 404", "not declared")  # a finding's (check, cause, rule)
 
 
 def _force(schema: OpenApiSchema, result: RunResult, options: RunOptions,

@@ -20,7 +20,7 @@ from ..base.pointers import pointer_join, unescape_token
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk
-from ..spec.schemas import instance_pointer, iter_errors
+from ..spec.schemas import instance_pointer, iter_errors, schema_types
 from ..spec.write_only import WriteOnly
 from ..state import Store
 from ..state.memory import MemoryStore
@@ -29,9 +29,10 @@ from .envelope import fill
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
-from .query import ItemQuery, ListQuery, page_names, to_json
+from .query import PAGE_DEFAULTS, ItemQuery, ListQuery, page_names, singular, to_json
 from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
+from .search import Search
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
 
 GENERATED_CACHE_SIZE = 2048
@@ -78,6 +79,7 @@ class OperationFixture:
     rejects: list[tuple[Condition, _ErrorRule]] = field(default_factory=list)
     listing: ListQuery | None = None
     item: ItemQuery | None = None
+    search: Search | None = None
     respond: list[_Respond] = field(default_factory=list)
     write: Write | None = None
     origin: str = ""
@@ -116,6 +118,7 @@ class Answers:
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
         self.warnings: list[Problem] = []
+        self.not_found_gaps: dict[str, str] = {}  # operation -> why its undeclared 404 is the description's gap
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
@@ -174,9 +177,14 @@ class Answers:
             if collection:
                 result.item = ItemQuery(config["item"], collection)
                 self._check_collection(op, collection, wrap=None)
+        if "search" in config:
+            collection = self._collection(config["search"]["from"], fixtures, located, "search", "from")
+            if collection:
+                result.search = self._search(op, config["search"], collection, located)
         kind = next((k for k in WRITES if k in config), None)
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
+        self._check_not_found(op, result, located)
         for i, raw in enumerate(config.get("respond", [])):
             answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
                             dict(raw.get("headers", {})),
@@ -204,13 +212,57 @@ class Answers:
             self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
                                                  kind))
         media, _ = self._success_schema(op)
-        own = [(op.id, media.schema.validator, lambda item: item)] if media and media.schema else []
+        many = media is not None and media.schema is not None and kind == "create" and schema_types(
+            media.schema.node, media.schema.uri, self.spec.docs.resolve) == {"array"}  # a create of many answers them
+        action: bool | str = raw.get("action") or False
+        own = [(op.id, media.schema.validator, (lambda item: [item]) if many else (lambda item: item))] \
+            if media and media.schema and not action else []
+        sent = pick_media_type(op.request_body.content) if op.request_body else None
         return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
-                     self.generator, own)
+                     self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
+                     action)
+
+    def _search(self, op: Operation, raw: dict[str, Any], collection: Collection, located: Located) -> Search:
+        """A search: the fields its filters and sort may name are those of the items its answer holds (by its
+        schema) and of the collection's items. Its answer without items (an empty page, or a count of 0) must
+        fit the operation's schema: a page of another shape is a start-up problem, not a 500 per request."""
+        page = raw.get("page") or {}
+        items_field = page.get("items", PAGE_DEFAULTS["items"])
+        fields = {name for item in collection.items for name in item}
+        media, _ = self._success_schema(op)
+        if media is not None and media.schema is not None and not raw.get("count"):
+            walk = SchemaWalk(self.spec.docs.resolve)
+            node, uri = media.schema.node, media.schema.uri
+            items = walk.items(*(walk.deref(node, uri) if not items_field else walk.property(node, uri, items_field)))
+            if items[0] is not None:
+                fields |= {name for part, _ in walk.parts(*items) for name in part.get("properties") or {}}
+        search = Search(op.id, collection, frozenset(fields), items_field,
+                        page.get("hasMore", PAGE_DEFAULTS["hasMore"]), bool(raw.get("count")))
+        for error in iter_errors(media.schema.validator, search.answer({}, [])) if media and media.schema else ():
+            self.problems.append(located.problem(f"an empty answer of {op.id}'s search breaks its schema: "
+                                                 f"{error.message}", str(error.validator), "search"))
+        return search
+
+    def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
+        """An item the request names may be missing (an unknown id): its status, 404, is answered within the
+        operation's `4XX` or `default` response where it declares no 404; where it declares neither, it is
+        answered all the same and said once, at start-up, as the description's gap."""
+        if fixture.item is not None:
+            collection, status = fixture.item.collection, fixture.item.status or 404
+        elif fixture.write is not None and fixture.write.kind != "create":
+            collection, status = fixture.write.live.collection, 404
+        else:
+            return
+        if not op.declares(status):
+            self.not_found_gaps[op.id] = (f"{op.id} declares no {status} (nor 4XX, nor default), yet a "
+                                          f"{singular(collection.name)} it names may not exist: answered {status} "
+                                          "all the same; the description should declare it")
+            self.warnings.append(located.problem(self.not_found_gaps[op.id], "responses"))
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
-        read += [query.collection.name for query in (fixture.listing, fixture.item) if query is not None]
+        read += [query.collection.name for query in (fixture.listing, fixture.item, fixture.search)
+                 if query is not None]
         return fixture.write is not None or any(name in self.live for name in read)
 
     def versions(self, session: str | None) -> tuple[str | None, ...]:
@@ -250,7 +302,10 @@ class Answers:
         for name, live in self.live.items():
             found = schemas.get(name, {})
             live.schema = found.get("item") or found.get("list") or found.get("create")
-            live.prepare(walk, self.write_only, bodies.get(name))
+            live.prepare(walk, self.write_only, self.generator, bodies.get(name))
+        for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
+            if fixture.search is not None and fixture.search.collection.name in self.live:
+                fixture.search.fields |= self.live[fixture.search.collection.name].fields
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -327,7 +382,8 @@ class Answers:
         if not prefer.asked_dynamic and status == op.success_status:
             fixture = self.fixtures.get(op.id)
             if fixture is not None and (media is None or is_json(media.name)):
-                if fixture.write is not None or fixture.listing is not None or fixture.item is not None:
+                if (fixture.write is not None or fixture.listing is not None or fixture.item is not None
+                        or fixture.search is not None):
                     return Decision(status, media, "fixture")
                 for index, entry in enumerate(fixture.respond):
                     if entry.when is None or entry.when(ctx):
@@ -349,10 +405,10 @@ class Answers:
             return Answer(status, self._examples[(op.id, response.status, media.name)][decision.example],
                           media.name, "example")
         if decision.source == "fixture":
-            return self._from_fixture(op, ctx, decision)
+            return self._from_fixture(op, ctx, decision, key)
         return self.generated(op, media, key, status=status, static=decision.static, request=ctx.request)
 
-    def _from_fixture(self, op: Operation, ctx: Context, decision: Decision) -> Answer:
+    def _from_fixture(self, op: Operation, ctx: Context, decision: Decision, key: str) -> Answer:
         """Fixtures hold JSON: they answer when the client accepts it (`decision.media` is the negotiated type)."""
         fixture = self.fixtures[op.id]
         status = decision.status
@@ -363,6 +419,9 @@ class Answers:
                           dict(answer.headers), answer.origin)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
+            if fixture.write.action:  # the item changed; the answer is the operation's own
+                return self.generated(op, decision.media, key, status=status, static=decision.static,
+                                      request=ctx.request)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
                           fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:
@@ -370,6 +429,13 @@ class Answers:
             page = fixture.listing.page(ctx, live.source(self.store, ctx.session, op.id) if live else None)
             return Answer(status, page.payload, media_type, "fixture", origin=fixture.origin, body=page.body,
                           prechecked=True)
+        if fixture.search is not None:
+            collection = fixture.search.collection
+            live = self.live.get(collection.name)
+            found = live.view(self.store, ctx.session).pairs() if live else (
+                (item, collection.public(item)) for item in collection.items)
+            return Answer(status, fixture.search.answer(ctx.request.body, found), media_type, "fixture",
+                          origin=fixture.origin)
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
         pairs = live.view(self.store, ctx.session).pairs() if live else None

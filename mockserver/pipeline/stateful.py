@@ -25,12 +25,15 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
+from jsonschema.exceptions import ValidationError
+
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..base.json_values import find_unservable, unservable_message
+from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
-from ..spec.schema_walk import SchemaWalk
+from ..spec.schema_walk import SchemaWalk, below
 from ..spec.schemas import instance_pointer, iter_errors
 from ..spec.write_only import WriteOnly
 from ..state import Rows, RowsUpdate, Store
@@ -43,6 +46,7 @@ log = logging.getLogger("mockserver")
 GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
 VIEWS_CACHE_SIZE = 1024  # scopes whose view of a collection is cached; beyond, they are built again
+_MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
 _NOT_KNOWN = ""  # no version of the store's is ever "": asks for the rows whatever they are
 
 Schema = tuple[Any, str]  # a schema node and its URI
@@ -122,7 +126,9 @@ class LiveCollection:
     schema: Schema | None = None
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
     fills: list[_Fill] = field(default_factory=list)
+    fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
     _write_only: WriteOnly | None = None
+    _completer: Completer | None = None
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
     _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
@@ -135,21 +141,25 @@ class LiveCollection:
     def key_of(self, item: dict[str, Any]) -> str:
         return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
 
-    def prepare(self, walk: SchemaWalk, write_only: WriteOnly, bodies: list[Schema] | None = None) -> None:
+    def prepare(self, walk: SchemaWalk, write_only: WriteOnly, generator: SchemaGenerator,
+                bodies: list[Schema] | None = None) -> None:
         """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart). Besides
         `readOnly` ones and the key, a property the reads require is filled where a create leaves it out (or
         null) if it is the server's: one no write's body (`bodies`, when known) declares (FastAPI's
         `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
         self._write_only = write_only
+        self._completer = Completer(walk, generator)
+        self.fields = frozenset(name for item in self.collection.items for name in item)
         if self.schema is not None:
+            self.fields |= {name for part, _ in walk.parts(*self.schema) for name in part.get("properties") or {}}
             seen: set[str] = set()
             required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
                         if isinstance(name, str)}
-            sendable: dict[str, Any] = {}
+            sendable: dict[str, Schema] = {}
             for body in bodies or []:
                 for part, uri in walk.parts(*body):
                     for name, node in (part.get("properties") or {}).items():
-                        sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}")[0])
+                        sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}"))
             for part, uri in walk.parts(*self.schema):
                 for name, node in (part.get("properties") or {}).items():
                     prop, prop_uri = walk.deref(node, f"{uri}/properties/{name}")
@@ -176,18 +186,9 @@ class LiveCollection:
 
     @staticmethod
     def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
-        """How the server fills a property its reads require when a create leaves it out: generated when no
-        write may send it; the body's `default`; null where the body may leave it out and the reads take null
-        (FastAPI's `team_name: str | None = None`); else it is not the server's (the write is refused)."""
-        if name not in sendable:
-            return _Fill(name, "missing", schema)
-        sent = sendable[name] if isinstance(sendable[name], dict) else {}
-        if "default" in sent:
-            return _Fill(name, "missing", schema, sent["default"])
-        if any(part.get("type") == "null" or (isinstance(part.get("type"), list) and "null" in part["type"])
-               for part, _ in walk.parts(*schema)):
-            return _Fill(name, "missing", schema, None)
-        return None
+        """How the server fills a property its reads require when a create leaves it out (`server_value`)."""
+        value = server_value(walk, [schema], [sendable[name]] if name in sendable else [])
+        return None if value is _CLIENTS else _Fill(name, "missing", schema, value)
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -300,9 +301,18 @@ class LiveCollection:
         return self._write_only.cut(public, *self.schema)[0]
 
     # -- writing ---------------------------------------------------------------------------------------------
-    def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]]) -> None:
+    def complete(self, item: dict[str, Any], sent: Schema | None) -> dict[str, Any]:
+        """The item as reads answer it at every depth (`Completer`); `sent`: the write body's schema."""
+        if self.schema is None or self._completer is None:
+            return item
+        done = frozenset(fill.name for fill in self.fills)
+        return self._completer.complete(item, [self.schema], [sent] if sent else [], done)
+
+    def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]], sent: Any = None) -> None:
         """The item must fit every read that can answer it and the write's `own` answer, or the write is the
-        mock's own fault (500) and nothing is stored."""
+        mock's own fault (500) and nothing is stored. The error names the field, the schema branch that came
+        closest, and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the
+        mock made from it, or one it requires that no one gave)."""
         served = self.serve(item)
         try:
             to_json(item)  # never store what cannot be served (private fields included)
@@ -312,12 +322,16 @@ class LiveCollection:
             raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
         for op_id, validator, wrap in (*self.checks, *own):
-            for error in iter_errors(validator, wrap(served)):
+            answer = wrap(served)
+            for error in map(_closest, iter_errors(validator, answer)):
+                path = _in_item(answer, served, list(error.absolute_path))
+                field_, branch = pointer_join("", *(path or [])), pointer_join("", *error.absolute_schema_path)
+                source = "request" if path is not None and _given(sent, path) else "description"
                 raise ContractViolation(
                     f"the item written to {self.name!r} would break the {op_id} response schema at "
-                    f"{instance_pointer(error) or '/'}: {error.message}",
-                    {"source": "fixture", "rule": str(error.validator), "operation": op_id,
-                     "pointer": instance_pointer(error), "collection": self.name})
+                    f"{field_ or '/'} (closest schema branch {branch}), by a value of the {source}: {error.message}",
+                    {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
+                     "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
 
     def rank_in(self, op_id: str, view: View, item: dict[str, Any]) -> list[int]:
         """The rank a new item takes in a list: right after the item the list's order puts before it."""
@@ -367,6 +381,41 @@ def _fill_kind(schema: dict[str, Any]) -> str:
     return "generated"
 
 
+def _closest(error: ValidationError) -> ValidationError:
+    """The error of the `anyOf`/`oneOf` branch the value came closest to: the one that went deepest into the
+    value before failing (fewest errors on a tie), not the first branch its type rules out."""
+    while error.parent is not None:
+        error = error.parent
+    while error.context:
+        branches: dict[Any, list[ValidationError]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0] if sub.relative_schema_path else None, []).append(sub)
+        branch = max(branches.values(), key=lambda es: (max(len(e.absolute_path) for e in es), -len(es)))
+        error = max(branch, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def _in_item(answer: Any, item: Any, path: list[Any]) -> list[Any] | None:
+    """The part of a path into an answer (a page holding the item, or the item itself) inside the item; None
+    when the path does not go through it (a page's own field)."""
+    while answer is not item:
+        if not path:
+            return None
+        answer = answer[path.pop(0)]
+    return path
+
+
+def _given(sent: Any, path: list[Any]) -> bool:
+    """Whether the request's body holds a value at the path (the value at fault is the client's)."""
+    for token in path:
+        if isinstance(sent, dict) and token in sent or isinstance(sent, list) and isinstance(token, int) \
+                and token < len(sent):
+            sent = sent[token]
+        else:
+            return False
+    return True
+
+
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -375,16 +424,155 @@ def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator, counters: M
     if fill.kind == "sequence":  # past every number the fixtures, the items and the writes of the scope hold
         used = (v.get(fill.name) for v in view.items.values())
         return max([fill.floor, counters.get(fill.name, 0), *(v for v in used if _is_int(v))]) + 1
-    if fill.kind == "uuid":
-        return str(uuid.uuid4())
-    now = datetime.now(UTC)
-    if fill.kind == "date-time":
-        return now.isoformat(timespec="seconds").replace("+00:00", "Z")
-    if fill.kind == "date":
-        return now.date().isoformat()
     if fill.kind == "missing" and fill.default is not _GENERATED:
         return copy.deepcopy(fill.default)  # the write body's default (or null), as the server applies it
-    return generator.generate(*fill.schema, random.Random(uuid.uuid4().int), static=fill.kind == "missing")
+    return _made(fill.kind, fill.schema, generator)
+
+
+def _made(kind: str, schema: Schema, generator: SchemaGenerator) -> Any:
+    """A value the server makes up: a new uuid, the time now, else one generated from the schema."""
+    if kind == "uuid":
+        return str(uuid.uuid4())
+    now = datetime.now(UTC)
+    if kind == "date-time":
+        return now.isoformat(timespec="seconds").replace("+00:00", "Z")
+    if kind == "date":
+        return now.date().isoformat()
+    return generator.generate(*schema, random.Random(uuid.uuid4().int), static=kind != "generated")
+
+
+_CLIENTS = object()  # `server_value`: the property is the client's to send, the server makes none
+
+
+def _types(walk: SchemaWalk, schemas: list[Schema]) -> set[str] | None:
+    """The JSON types the schemas all declare between them (None: some part takes any)."""
+    found: set[str] = set()
+    for schema in schemas:
+        declared = [part["type"] for part, _ in walk.parts(*schema) if "type" in part]
+        if not declared:
+            return None
+        found.update(t for kind in declared for t in ([kind] if isinstance(kind, str) else kind))
+    return found
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "")
+
+
+def _takes(types: set[str] | None, value: Any) -> bool:
+    kind = _json_type(value)
+    return types is None or kind in types or (kind == "integer" and "number" in types)
+
+
+def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> Any:
+    """What the server gives a property its reads require and a write left out (`sent`: the write body's
+    schemas of it, empty when no body may send it): the reads' `default`, else the body's; a value made up when
+    no body may send it; null where the body may leave it out and the reads take null (FastAPI's `team_name:
+    str | None = None`); else `_CLIENTS`: the client's to send (the write is refused)."""
+    for schemas in (read, sent):
+        for schema in schemas:
+            default = next((part["default"] for part, _ in walk.parts(*schema) if "default" in part), _CLIENTS)
+            if default is not _CLIENTS:
+                return default
+    if not sent:
+        return _GENERATED
+    types = _types(walk, read)
+    return None if types is not None and "null" in types else _CLIENTS
+
+
+@dataclass
+class Completer:
+    """Makes a written item what a read answers, at every depth of the reads' schema: a nested object's required
+    properties the write left out (or sent as null where reads take none) are the server's to fill
+    (`server_value`), what the request gave is kept, and a property reads do not declare is dropped where the
+    reads' object is closed or the write body declares it `writeOnly` (a secret's value is never stored)."""
+
+    walk: SchemaWalk
+    generator: SchemaGenerator
+
+    def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
+                 depth: int = 0) -> Any:
+        """`done`: the top-level properties the collection's own fills gave a value already."""
+        parts = self._parts(value, read)
+        if depth > _MAX_DEPTH or not parts:
+            return value
+        if isinstance(value, list):
+            items = [self.walk.items(*part) for part in parts]
+            items = [item for item in items if item[0] is not None]
+            sent_items = [item for item in (self.walk.items(*s) for s in sent) if item[0] is not None]
+            return [self.complete(v, items, sent_items, depth=depth + 1) for v in value] if items else value
+        if not isinstance(value, dict):
+            return value
+        props, sent_props = self._properties(parts), self._properties(
+            [p for schema in sent for p in self.walk.parts(*schema)])
+        closed = any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
+                     for part, _ in parts)
+        result: dict[str, Any] = {}
+        for name, v in value.items():
+            if name not in props:
+                if not closed and not any(part.get("writeOnly") is True for schema in sent_props.get(name, [])
+                                          for part, _ in self.walk.parts(*schema)):
+                    result[name] = v
+            elif v is not None or _takes(_types(self.walk, props[name]), None):
+                result[name] = self.complete(v, props[name], sent_props.get(name, []), depth=depth + 1)
+        required = dict.fromkeys(n for part, _ in parts for n in part.get("required") or [] if n in props)
+        for name in required:
+            if name in result or (depth == 0 and name in done):
+                continue
+            made = server_value(self.walk, props[name], sent_props.get(name, []) if name not in value else [])
+            if made is _GENERATED:
+                schema = props[name][0]
+                kinds = [_fill_kind(part) for part, _ in self.walk.parts(*schema)]
+                made = self.complete({}, props[name], [], depth=depth + 1) if "object" in (
+                    _types(self.walk, props[name]) or ()) else _made(next(
+                        (k for k in kinds if k not in ("generated", "sequence")), "static"), schema, self.generator)
+            elif made is not _CLIENTS:
+                made = copy.deepcopy(made)
+            if made is not _CLIENTS:
+                result[name] = made
+        return result
+
+    def _properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
+        props: dict[str, list[Schema]] = {}
+        for part, uri in parts:
+            for name, node in (part.get("properties") or {}).items():
+                props.setdefault(name, []).append(self.walk.deref(node, below(uri, "properties", name)))
+        return props
+
+    def _parts(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+        """The parts of the schemas that apply to the value: through `$ref` and `allOf`, and of each `anyOf`
+        and `oneOf` the branch that fits the value best (`_fit`)."""
+        found: list[tuple[dict[str, Any], str]] = []
+        for schema in schemas:
+            node, uri = self.walk.deref(*schema)
+            if not isinstance(node, dict) or depth > _MAX_DEPTH:
+                continue
+            found.append((node, uri))
+            subs = [(sub, below(uri, "allOf", i)) for i, sub in enumerate(node.get("allOf") or [])]
+            for key in ("anyOf", "oneOf"):
+                branches = [(sub, below(uri, key, i)) for i, sub in enumerate(node.get(key) or [])]
+                if branches:
+                    subs.append(max(branches, key=lambda branch: self._fit(value, branch)))
+            found += self._parts(value, subs, depth + 1)
+        return found
+
+    def _fit(self, value: Any, branch: Schema) -> int:
+        """How well a value fits a branch: not at all for a type it does not take or a property's `const` or
+        `enum` it breaks, else by the number of its properties the branch declares."""
+        if not _takes(_types(self.walk, [branch]), value):
+            return -1
+        if not isinstance(value, dict):
+            return 0
+        props = self._properties(self.walk.parts(*branch))
+        for name, v in value.items():
+            for part, _ in (p for schema in props.get(name, []) for p in self.walk.parts(*schema)):
+                if ("const" in part and part["const"] != v) or ("enum" in part and v not in part["enum"]):
+                    return -1
+        return sum(name in props for name in value)
 
 
 @dataclass
@@ -397,13 +585,23 @@ class Write:
     op: Operation
     generator: SchemaGenerator
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
+    body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
+    action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
+    # the field named); the answer is the operation's own, not the item
 
-    def apply(self, ctx: Context, store: Store) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
-        a body to answer), and the headers the answer carries."""
+        a body to answer; a list of them after a create whose body is an array of items), and the headers the
+        answer carries."""
         live, body = self.live, ctx.request.body
-        if self.kind != "delete" and not isinstance(body, dict):
-            raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item")
+        batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
+        if self.kind != "delete" and not isinstance(body, dict) and not batch:
+            raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item"
+                            + (", or an array of them" if self.kind == "create" else ""))
+        response = self.op.response(self.op.success_status)
+        answers = response is not None and bool(response.content)
+        if batch and not body:
+            return ([] if answers else None), {}  # an empty array creates nothing
         kept: list[tuple[str, dict[str, Any]]] = []
         attempt: list[tuple[View, RowsUpdate]] = []  # the last one is what was written
 
@@ -413,24 +611,35 @@ class Write:
             attempt[:] = [(view, update)]
             return update
 
-        def decide(rows: Rows, view: View) -> RowsUpdate:
-            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
-            if self.kind == "create":
-                item = live.filled(body, view, self.generator, counters=rows.counters)
+        def create(rows: Rows, view: View, seq: int) -> RowsUpdate:
+            """Each item of the body (one, or those of an array, in its order) created: all or none."""
+            made: dict[str, dict[str, Any]] = {}
+            counters = dict(rows.counters)
+            kept.clear()
+            for i, sent in enumerate(body if batch else [body]):
+                item = live.complete(live.filled(sent, view, self.generator, counters=counters), self.body)
                 key = live.key_of(item)
-                if key in view.items:
+                if key in view.items or key in made:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
                     raise MockError(409 if self.op.declares(409) else 400,
                                     f"a {singular(live.name)} with {shown} exists already",
                                     details={k: item.get(k) for k in live.collection.key})
-                if len(view.items) >= live.limit:
+                if len(view.items) + len(made) >= live.limit:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                live.check(item, self.checks)
+                live.check(item, self.checks, sent)
                 kept.append((key, item))
-                ranks = {op_id: live.rank_in(op_id, view, item) for op_id in live.lists}
-                return RowsUpdate({key: {"item": item, "seq": seq, "ranks": ranks}}, live.counted(item, rows.counters))
+                counters.update(live.counted(item, counters))
+                # items of one array that land at one place keep the array's order
+                ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
+                made[key] = {"item": item, "seq": seq + i, "ranks": ranks}
+            return RowsUpdate(made, {k: v for k, v in counters.items() if v != rows.counters.get(k)})
+
+        def decide(rows: Rows, view: View) -> RowsUpdate:
+            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
+            if self.kind == "create":
+                return create(rows, view, seq)
             found = view.find(ctx, self.where)
             if found is None:
                 raise not_found(live.collection, ctx)
@@ -438,9 +647,11 @@ class Write:
             kept.append((found, old))
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
-            new = merge_patch(old, body) if self.kind == "update" else dict(body)
-            item = live.filled(new, view, self.generator, keep=old)
-            live.check(item, self.checks)
+            patch = {self.action: body} if isinstance(self.action, str) else \
+                {k: v for k, v in body.items() if k in live.fields} if self.action else body
+            new = merge_patch(old, patch) if self.kind == "update" else dict(body)
+            item = live.complete(live.filled(new, view, self.generator, keep=old), self.body)
+            live.check(item, self.checks, body)
             kept[-1] = (found, item)
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
@@ -449,11 +660,11 @@ class Write:
         live.written(ctx.session, view, update.rows, rows)
         key, item = kept[-1]
         headers: dict[str, str] = {}
-        response = self.op.response(self.op.success_status)
-        if self.kind == "create" and response is not None and \
+        if self.kind == "create" and not batch and response is not None and \
                 any(h.lower() == "location" for h in response.headers):
             value = item.get(live.collection.key[0])
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
-        served = live.serve(item) if response is not None and response.content else None
-        return served, headers
+        if not answers:
+            return None, headers
+        return [live.serve(item) for _, item in kept] if batch else live.serve(item), headers
 

@@ -1,0 +1,197 @@
+"""`--stateful` on descriptions written by others (issue 31): each defect class pinned by a tiny description of
+its own under tests/data/stateful, served in process and called over HTTP as an SDK would."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from conftest import body
+from mockserver import create_app
+from mockserver.base.errors import LoadError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "stateful"
+
+
+def stateful(name: str) -> FlaskClient:
+    return create_app(DATA / name, stateful=True).test_client()
+
+
+# -- item 1: stored items are what a read would answer ----------------------------------------------------------
+def test_a_nested_object_the_reads_complete_is_filled_with_the_servers_fields_and_read_back():
+    client = stateful("server_made.yaml")
+    made = client.post("/runs", json={"name": "r1", "state": {"type": "PENDING"}, "priority": None,
+                                      "token": "s3cret"})
+    assert made.status_code == 201, made.data
+    run = body(made)
+    state = run["state"]
+    assert state["type"] == "PENDING"  # what the request gave is kept
+    assert len(state["id"]) == 36 and state["timestamp"].endswith("Z")  # made by the server
+    assert state["details"]["retries"] == 0 and isinstance(state["details"]["flags"], list)  # a default, a made one
+    assert run["priority"] == 10  # null sent, none taken by reads: the reads' default
+    assert "token" not in run  # writeOnly in the body, unknown to the closed reads: never stored
+    assert body(client.get(f"/runs/{run['id']}")) == run and body(client.get("/runs")) == [run]
+    updated = client.patch(f"/runs/{run['id']}", json={"name": "r1", "state": {"type": "RUNNING", "message": "go"}})
+    assert updated.status_code == 200, updated.data
+    assert body(updated)["state"]["type"] == "RUNNING" and body(updated)["state"]["id"] == state["id"]
+    store = client.application.extensions["mockserver"].pipeline.store
+    assert all("token" not in row["item"] for row in store.live(None, "runs", "").rows.values())
+
+
+def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_request_as_its_source():
+    client = stateful("server_made.yaml")
+    refused = client.post("/runs", json={"name": "r1", "state": {"type": "PENDING", "message": "far too long"}})
+    assert refused.status_code == 500
+    error = body(refused)
+    details = error["details"] if "details" in error else error["error"]["details"]
+    assert details["source"] == "request" and details["field"] == "/state/message"
+    assert "State" in details["schema"] or "anyOf/1" in details["schema"], details
+    assert "fixture" not in refused.get_data(as_text=True)
+    assert body(client.get("/runs")) == []  # nothing stored
+
+
+# -- item 2: collections by resource, not by last path word -----------------------------------------------------
+def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_operations_use():
+    client = stateful("families.yaml")
+    v1 = client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2})
+    v2 = client.post("/v2/concurrency_limits/", json={"name": "db", "limit": 5})
+    assert v1.status_code == 200 and v2.status_code == 201, (v1.data, v2.data)
+    assert body(client.get(f"/concurrency_limits/{body(v1)['id']}")) == body(v1)
+    assert body(client.get("/v2/concurrency_limits/db")) == body(v2)  # by name, the v2 key
+    assert client.patch("/v2/concurrency_limits/db", json={"limit": 7}).status_code == 204
+    assert body(client.get("/v2/concurrency_limits/db"))["limit"] == 7
+    assert body(client.get(f"/concurrency_limits/{body(v1)['id']}"))["concurrency_limit"] == 2  # v1 untouched
+    live = client.application.extensions["mockserver"].pipeline.answers.live
+    assert live["concurrency_limits"].collection.key == ["id"] and live["v2/concurrency_limits"].collection.key == [
+        "name"]
+
+
+def test_a_read_by_another_field_of_the_items_reads_the_same_items():
+    client = stateful("families.yaml")
+    made = body(client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2}))
+    assert body(client.get("/concurrency_limits/tag/db")) == made
+    assert client.delete(f"/concurrency_limits/{made['id']}").status_code == 204
+    assert client.get("/concurrency_limits/tag/db").status_code == 404
+
+
+# -- item 6: the stateful mock keeps to its own description -----------------------------------------------------
+def test_a_create_whose_declared_body_is_an_array_creates_each_item_in_order():
+    client = stateful("undeclared.yaml")
+    made = client.post("/tags", json=[{"name": "a"}, {"name": "b"}])
+    assert made.status_code == 201, made.data
+    assert body(made) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+    assert body(client.get("/tags")) == body(made) and body(client.get("/tags/2")) == {"id": 2, "name": "b"}
+    again = client.post("/tags", json=[{"name": "c"}])
+    assert body(again) == [{"id": 3, "name": "c"}]
+    empty = client.post("/tags", json=[])
+    assert empty.status_code == 201 and body(empty) == [] and len(body(client.get("/tags"))) == 3
+
+
+def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_once_at_start_up():
+    client = stateful("undeclared.yaml")
+    missing = client.get("/tags/99")
+    assert missing.status_code == 404 and body(missing) == {"code": 404, "message": "no such tag"}  # `default`
+    assert client.delete("/tags/99").status_code == 404  # answered all the same
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 404" in m] == [
+        "deleteTag declares no 404 (nor 4XX, nor default), yet a tag it names may not exist: answered 404 all the "
+        "same; the description should declare it"]
+
+
+# -- item 3: searches, counts and actions -----------------------------------------------------------------------
+def flows(client: FlaskClient, *names: str) -> dict[str, dict]:
+    made = {name: client.post("/flows/", json={"name": name, "tags": [name[0]]}) for name in names}
+    assert all(r.status_code == 201 for r in made.values()), [r.data for r in made.values()]
+    return {name: body(r) for name, r in made.items()}
+
+
+def test_a_search_in_the_body_answers_the_collection_filtered_sorted_and_windowed():
+    client = stateful("searches.yaml")
+    flows(client, "beta", "alpha", "gamma", "delta")
+    search = lambda query: [f["name"] for f in body(client.post("/flows/filter", json=query))]  # noqa: E731
+    assert search({}) == ["beta", "alpha", "gamma", "delta"]  # the order they were made in
+    assert search({"sort": "NAME_ASC"}) == ["alpha", "beta", "delta", "gamma"]
+    assert search({"sort": "NAME_DESC", "limit": 2, "offset": 1}) == ["delta", "beta"]
+    assert search({"flows": {"name": {"any_": ["gamma", "alpha", "nope"]}}, "deployments": {"x": 1}}) == [
+        "alpha", "gamma"]  # a filter on another collection is left out of the match
+    assert search({"flows": None}) == ["beta", "alpha", "gamma", "delta"]  # null filters nothing
+    assert body(client.post("/flows/count", json={"flows": {"name": {"any_": ["beta", "delta"]}}})) == 2
+    assert body(client.post("/flows/count", json={})) == 4
+    bad = client.post("/flows/filter", json={"limit": -1})
+    assert bad.status_code == 400 and "limit" in bad.get_data(as_text=True)
+
+
+def test_an_action_whose_body_names_fields_of_the_item_updates_them():
+    client = stateful("searches.yaml")
+    flow = flows(client, "alpha")["alpha"]
+    acted = client.post(f"/flows/{flow['id']}/set_state", json={"state": {"type": "COMPLETED"}, "force": True})
+    assert acted.status_code == 200 and body(acted)["status"] in ("ACCEPT", "REJECT")  # its own answer
+    read = body(client.get(f"/flows/{flow['id']}"))
+    assert read["state"] == {"type": "COMPLETED"} and "force" not in read and read["name"] == "alpha"
+    assert client.post("/flows/00000000-0000-4000-8000-000000000000/set_state",
+                       json={"state": {"type": "RUNNING"}}).status_code == 404
+    assert client.patch(f"/flows/{flow['id']}/state", json={"type": "RUNNING"}).status_code == 204  # a sub-object
+    assert body(client.get(f"/flows/{flow['id']}"))["state"] == {"type": "RUNNING"}
+
+
+@pytest.mark.slow  # a whole contract run
+def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "undeclared.yaml", None, phases=["stateful"], max_examples=5, seed=1,
+                            force=False, stateful=True))
+    delete = result.operations["DELETE /tags/{id}"]
+    assert delete.statuses[404] > 0 and not delete.findings, delete.findings  # unknown ids were deleted
+    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+        "the description's gap, not the mock's: deleteTag declares no 404 (nor 4XX, nor default), yet a tag it "
+        f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
+        "answers of DELETE /tags/{id})"]
+    assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`
+
+
+FLOWS = """\
+collections:
+  flows:
+    key: [id]
+    items:
+      - {id: 6a1c2c0e-0000-4000-8000-000000000001, name: one, created: '2024-01-01T00:00:00Z', state: {type: PENDING}}
+      - {id: 6a1c2c0e-0000-4000-8000-000000000002, name: two, created: '2024-01-02T00:00:00Z', state: {type: RUNNING}}
+operations:
+  filterFlows: {search: {from: flows, page: {items: ''}}}
+  countFlows: {search: {from: flows, count: true}}
+  patchFlowState: {update: {in: flows, where: [{field: id, equals: {path: id}}], action: state}}
+  readFlow: {item: {from: flows, where: [{field: id, equals: {path: id}}]}}
+"""
+
+
+def test_fixtures_declare_searches_counts_and_actions_and_a_search_of_the_wrong_shape_is_a_start_up_problem(
+        tmp_path):
+    (tmp_path / "flows.yaml").write_text(FLOWS)
+    client = create_app(DATA / "searches.yaml", tmp_path).test_client()
+    running = client.post("/flows/filter", json={"flows": {"state": {"type": {"any_": ["RUNNING"]}}}})
+    assert [f["name"] for f in body(running)] == ["two"]
+    assert body(client.post("/flows/count", json={})) == 2
+    one = "/flows/6a1c2c0e-0000-4000-8000-000000000001"
+    assert client.patch(f"{one}/state", json={"type": "COMPLETED"}).status_code == 204
+    assert body(client.get(one))["state"] == {"type": "COMPLETED"}
+    (tmp_path / "flows.yaml").write_text(FLOWS.replace("page: {items: ''}", "page: {items: data}"))
+    with pytest.raises(LoadError) as caught:
+        create_app(DATA / "searches.yaml", tmp_path)
+    problem = next(p for p in caught.value.problems if "filterFlows's search" in p.message)
+    assert problem.file.endswith("flows.yaml") and problem.line == 8 and problem.pointer == (
+        "/operations/filterFlows/search")
+
+
+@pytest.mark.slow  # a redis-server
+def test_an_array_create_holds_across_replicas_on_a_shared_redis(redis_url):
+    apps = [create_app(DATA / "undeclared.yaml", stateful=True, state=redis_url) for _ in range(2)]
+    try:
+        one, two = (app.test_client() for app in apps)
+        assert body(one.post("/tags", json=[{"name": "a"}, {"name": "b"}])) == [
+            {"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+        assert body(two.post("/tags", json=[{"name": "c"}])) == [{"id": 3, "name": "c"}]  # one shared sequence
+        assert [t["name"] for t in body(one.get("/tags"))] == ["a", "b", "c"]
+    finally:
+        for app in apps:
+            app.extensions["mockserver"].pipeline.store.close()

@@ -153,6 +153,7 @@ class Pipeline:
             name.lower() for values in self.header_values.values() for name in values})
         problems = fixtures.problems + self.answers.problems
         problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
+        startup.learn_error_convention(spec, fixtures, self.errors, self.answers)
         problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,
                                                 self.new_request_id())
         problems += startup.load_scenarios(fixtures, self.scenarios)

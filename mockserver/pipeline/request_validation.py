@@ -127,7 +127,16 @@ def invalid_request_status(op: Operation) -> int:
     return 422 if "422" in op.responses else 400
 
 
-def bad_input(violations: list[Violation], status: int = 400) -> MockError:
+class InvalidRequest(MockError):
+    """A request refused for its violations, which an API's own validation error body may list one by one
+    (FastAPI's `detail: [{loc, msg, type, input}]`)."""
+
+    def __init__(self, status: int, message: str, violations: list[Violation]) -> None:
+        super().__init__(status, message, details={"violations": [v.as_dict() for v in violations]})
+        self.violations = violations
+
+
+def bad_input(violations: list[Violation], status: int = 400) -> InvalidRequest:
     first = violations[0]
     if first.location == "body":
         where = "request body"
@@ -136,8 +145,7 @@ def bad_input(violations: list[Violation], status: int = 400) -> MockError:
     else:
         where = f"the {first.location}"
     more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-    return MockError(status, f"{where}: {first.message}{more}",
-                     details={"violations": [v.as_dict() for v in violations]})
+    return InvalidRequest(status, f"{where}: {first.message}{more}", violations)
 
 
 def items_schema(node: Any, uri: str, resolve: Resolve, depth: int = 0) -> tuple[Any, str]:

@@ -1,0 +1,62 @@
+"""Pages and errors that hold together without fixtures (issue 31.7, 31.4): the mock's own errors in the API's
+error convention, learned from the description's other operations, with the request's id; FastAPI's 422 listing
+the request's real violations; generated pages that do not contradict themselves."""
+from pathlib import Path
+
+from conftest import body
+from mockserver import create_app
+
+DATA = Path(__file__).parent.parent / "data" / "lenient"
+ID = {"X-Request-Id": "req_0123"}
+
+
+def test_an_operation_that_declares_no_error_answers_in_the_api_s_envelope():
+    """`listRuns` declares no 400: its validation error comes in the `{"error": {…}}` most operations declare,
+    as application/json, its requestId the X-Request-Id sent back."""
+    client = create_app(DATA / "envelope.yaml").test_client()
+    refused = client.get("/agents/a1/runs?limit=x", headers=ID)
+    assert refused.status_code == 400 and refused.content_type == "application/json"
+    assert body(refused) == {"error": {"code": "bad_request", "requestId": "req_0123",
+                                       "message": "query parameter 'limit': 'x' is not of type 'integer'"}}
+
+
+def test_the_request_id_in_a_declared_error_is_the_header_s():
+    client = create_app(DATA / "envelope.yaml").test_client()
+    declared = client.get("/agents?limit=0", headers=ID)
+    assert declared.status_code == 400 and body(declared)["error"]["requestId"] == "req_0123"
+    made = client.get("/agents?limit=0")
+    assert body(made)["error"]["requestId"] == made.headers["X-Request-Id"]
+
+
+def test_the_mock_s_own_404_and_500_come_in_the_api_s_envelope():
+    client = create_app(DATA / "envelope.yaml").test_client()
+    missing = client.get("/nowhere", headers=ID)
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+    assert body(missing) == {"error": {"code": "not_found", "message": "no operation at /nowhere",
+                                       "requestId": "req_0123"}}
+    broken = client.get("/broken", headers=ID)
+    assert broken.status_code == 500 and broken.content_type == "application/json"
+    error = body(broken)["error"]
+    assert (error["code"], error["requestId"]) == ("mock-contract-violation", "req_0123")
+    assert "the generated answer breaks the getBroken 200 schema" in error["message"]
+
+
+def test_problem_json_where_the_description_has_no_convention():
+    """FastAPI's description declares only its 422s: that is no convention for a 404."""
+    missing = create_app(DATA / "fastapi.yaml").test_client().get("/nowhere")
+    assert missing.status_code == 404 and missing.content_type == "application/problem+json"
+    assert body(missing)["title"] == "Not Found"
+
+
+def test_a_fastapi_422_lists_the_real_violations():
+    """Where each violation is as FastAPI writes it, its message, its rule as `type`, the value as `input`."""
+    client = create_app(DATA / "fastapi.yaml").test_client()
+    created = client.post("/items/", json={"tags": ["a", 3]})
+    assert created.status_code == 422 and created.content_type == "application/json"
+    assert sorted(body(created)["detail"], key=lambda d: d["loc"]) == [
+        {"loc": ["body", "name"], "msg": "'name' is a required property", "type": "required",
+         "input": {"tags": ["a", 3]}},
+        {"loc": ["body", "tags", 1], "msg": "3 is not of type 'string'", "type": "type", "input": 3}]
+    listed = client.get("/items/?limit=500")
+    assert body(listed) == {"detail": [{"loc": ["query", "limit"], "msg": "500 is greater than the maximum of 100",
+                                        "type": "maximum", "input": 500}]}

@@ -316,9 +316,11 @@ class ErrorRenderer:
         answers it, or the API's convention where none with a body does; for the mock's own faults (`mock-…`)
         only one that carries the message, which is what a person needs to see."""
         found = self.convention
-        for key in (str(status), f"{str(status)[0]}XX", "default") if op is not None else ():
-            if key in op.responses:
-                found = self.description_bodies.get((op.id, key)) if op.responses[key].content else self.convention
+        responses = op.responses if op is not None else {}
+        for key in (str(status), f"{str(status)[0]}XX", "default"):
+            if key in responses:
+                assert op is not None
+                found = self.description_bodies.get((op.id, key)) if responses[key].content else self.convention
                 break
         if found is None or (found.message_path is None and (code or "").startswith("mock-")):
             return None

@@ -450,5 +450,8 @@ def test_a_request_let_through_shows_its_violations_in_the_journal(browser):
         expect(page.locator("#detail .request")).to_contain_text(
             "answered despite breaking the description (--request-validation warn):\n"
             "  query limit (maximum): 50 is greater than the maximum of 10")
+        counted = page.locator('.operation[data-operation="listItems"] [data-coverage] tr',
+                               has_text="broke the description")
+        expect(counted.locator("td").first).to_have_text("1 call")  # counted in coverage too
         page.context.close()
         assert outside == []

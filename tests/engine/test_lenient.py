@@ -97,3 +97,13 @@ def test_the_command_line_says_which_names_it_takes():
     mode = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--spec", str(ITEMS), "--request-validation",
                            "lax"], capture_output=True, text=True, timeout=60)
     assert mode.returncode == 2 and "invalid choice: 'lax'" in mode.stderr
+
+
+@pytest.mark.slow  # a redis-server
+def test_violations_are_kept_and_counted_in_a_shared_store(redis_url):
+    client = create_app(ITEMS, request_validation="warn", state=redis_url).test_client()
+    client.get("/items?limit=50")
+    client.get("/items?limit=5")
+    assert [bool(e["violations"]) for e in journal(client)] == [True, False]
+    coverage = body(client.get("/__mock/coverage"))
+    assert (coverage["calls"], coverage["violatingCalls"]) == (2, 1)

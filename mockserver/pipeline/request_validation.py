@@ -204,7 +204,9 @@ class RequestValidator:
         self.op = op
         self.max_depth = max_depth  # levels a JSON body or parameter may nest
         self.mode = mode  # one of MODES
-        self.checks = mode != "off"  # whether values are held to their schemas
+        # whether violations are kept (and a body held to its schema); parameters are always checked, as the router
+        # asks whether a path's values fit (`path_fits`)
+        self.checks = mode != "off"
         self.invalid_status = invalid_request_status(op)
         self.params: list[_Param] = []
         for p in op.parameters:
@@ -309,7 +311,7 @@ class RequestValidator:
         value, problem = self._parse(param, raw)
         if problem:
             return None, [problem]
-        if p.schema is None or not self.checks:
+        if p.schema is None:
             return value, []
         violations = [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
                                 _message(error.message), error.instance)

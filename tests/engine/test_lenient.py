@@ -82,6 +82,24 @@ def test_off_checks_nothing_and_records_nothing():
     assert [e["violations"] for e in journal(client)] == [None, None, None]
 
 
+def test_off_still_routes_by_the_path_s_types(write):
+    """Not checking requests does not change where they go: `GET /items/all` beside `GET /items/{id}` (an
+    integer) with only a POST at the concrete path is that path's 405, as in strict mode."""
+    spec = write("spec.yaml", """
+        openapi: 3.1.0
+        info: {title: t, version: '1'}
+        paths:
+          /items/all:
+            post: {responses: {'200': {description: ok}}}
+          /items/{id}:
+            get:
+              parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+              responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
+    """)
+    refused = create_app(spec, request_validation="off").test_client().get("/items/all")
+    assert refused.status_code == 405 and refused.headers["Allow"] == "POST"
+
+
 def test_an_unknown_mode_or_header_name_is_refused():
     with pytest.raises(ValueError, match="request_validation='lax'"):
         create_app(ITEMS, request_validation="lax")

@@ -210,7 +210,7 @@ OPTION_FLAGS = {flag.option: flag for flag in (
         choices=MODES, default="strict",
         help="a request that breaks the description: 'strict' refuses it (400, or the operation's 422); 'warn' "
              "answers it as if it were valid and keeps its violations in the journal, the dashboard and coverage; "
-             "'off' does not check requests (default %(default)s)")),
+             "'off' refuses and keeps nothing (default %(default)s)")),
     OptionFlag("violations_header", ("--violations-header",), dict(
         nargs="?", const=VIOLATIONS_HEADER, default=None, type=_violations_header, metavar="NAME",
         help=f"name the violations of a request let through (--request-validation warn) in a header of the answer: "

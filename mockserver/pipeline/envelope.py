@@ -314,7 +314,8 @@ class ErrorRenderer:
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
         """The API's own error body for this status, if it takes the place of the envelope: the response's that
         answers it, or the API's convention where none with a body does; for the mock's own faults (`mock-…`)
-        only one that carries the message, which is what a person needs to see."""
+        only one that carries the message, which is what a person needs to see, and the code, so that the fault is
+        not taken for one of the API's."""
         found = self.convention
         responses = op.responses if op is not None else {}
         for key in (str(status), f"{str(status)[0]}XX", "default"):
@@ -322,7 +323,7 @@ class ErrorRenderer:
                 assert op is not None
                 found = self.description_bodies.get((op.id, key)) if responses[key].content else self.convention
                 break
-        if found is None or (found.message_path is None and (code or "").startswith("mock-")):
+        if found is None or ((code or "").startswith("mock-") and None in (found.message_path, found.code_path)):
             return None
         return found
 

@@ -75,3 +75,35 @@ def test_a_generated_page_does_not_contradict_itself():
             assert paging["has_more"] == (paging["next_cursor"] is not None), (seed, url, paging)
         things = body(client.get("/things?id=x"))
         assert [thing["id"] for thing in things] == ["x"], (seed, things)
+
+
+def test_a_fault_of_the_mock_s_own_is_never_dressed_as_one_of_the_api_s(write):
+    """Where the API's error codes are an enum, the mock's own 500 cannot say `mock-contract-violation` in them:
+    it comes as RFC 7807 with its code (in the media type the operation declares), not as one of the API's errors
+    with a code of the API's."""
+    spec = write("spec.yaml", """
+        openapi: 3.1.0
+        info: {title: t, version: '1'}
+        components:
+          schemas:
+            ClientError:
+              type: object
+              required: [code, message]
+              properties:
+                code: {enum: [bad_request, not_found, internal_server_error]}
+                message: {type: string}
+        paths:
+          /broken:
+            get:
+              responses:
+                '200':
+                  description: no value fits
+                  content: {application/json: {schema: {oneOf: [{type: integer}, {type: integer}]}}}
+                default:
+                  description: an error
+                  content: {application/json: {schema: {$ref: '#/components/schemas/ClientError'}}}
+    """)
+    client = create_app(spec).test_client()
+    broken = client.get("/broken")
+    assert broken.status_code == 500
+    assert (body(broken)["code"], body(broken)["title"]) == ("mock-contract-violation", "Internal Server Error")

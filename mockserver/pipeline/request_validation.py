@@ -2,7 +2,7 @@
 defaults applied) and the body. Every violation is collected, then answered once as `400` with details a program
 can read: the parameter, where it was, the JSON pointer inside its value, and the rule. With a lenient mode
 (`--request-validation warn`) the request is let through instead, its violations kept for the journal (and, on
-request, a header); `off` does not check the schemas at all."""
+request, a header); `off` lets it through and keeps nothing."""
 from __future__ import annotations
 
 import json
@@ -33,7 +33,7 @@ _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
 # how a request that breaks the description is met: refused (400/422), let through with its violations kept, or
-# let through unchecked (its values still parsed and typed, as the answer needs them)
+# let through with nothing kept (its values still parsed and typed, as the answer needs them)
 MODES = ("strict", "warn", "off")
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 

@@ -1,6 +1,7 @@
 """What `Pipeline` works out and checks once, at start-up, about the description and the fixtures together: the
 header values the mock sends, that they and its request ids fit their schemas, that its error envelope fits
-every error response declared, and the fixtures' scenarios. Each check returns every problem it finds, with
+every error response declared (and, without one from the fixtures, the API's own error convention), and the
+fixtures' scenarios. Each check returns every problem it finds, with
 file, line and pointer, so `Pipeline` raises them all at once."""
 from __future__ import annotations
 

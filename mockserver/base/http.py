@@ -64,6 +64,7 @@ class MockResponse:
     disconnect: str | None = None  # "close" (no response at all) or "truncate" (half a body), from a scenario
     session: str | None = None  # the session the request belongs to (X-Mock-Session), for the journal
     journaled: bool = True  # False: the mock's own answer (its icon, a redirect to its dashboard), no API call
+    violations: list[dict[str, str]] | None = None  # of a request let through by `--request-validation warn`
 
 
 def sent_body(disconnect: str | None, body: bytes) -> bytes:

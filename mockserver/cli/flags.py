@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.errors import LoadError
 from ..base.json_values import MAX_DEPTH
 from ..pipeline.pipeline import Options
+from ..pipeline.request_validation import HEADER_NAMES, MODES, VIOLATIONS_HEADER
 from ..pipeline.stateful import ITEMS_LIMIT
 from ..state import SESSION_TTL, STATE_TIMEOUT, StateError
 
@@ -158,6 +159,14 @@ def _folder(text: str) -> Path:
     return Path(text)
 
 
+def _violations_header(text: str) -> str:
+    """X-Mock-Violations or Prism's sl-violations, however capitalised."""
+    found = next((name for name in HEADER_NAMES if name.lower() == text.lower()), None)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {' or '.join(HEADER_NAMES)}")
+    return found
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -197,6 +206,15 @@ OPTION_FLAGS = {flag.option: flag for flag in (
     OptionFlag("validate_responses", ("--no-response-validation",), dict(
         action="store_true", help="do not check answers against the description (for load tests)"),
         lambda off: not off),
+    OptionFlag("request_validation", ("--request-validation",), dict(
+        choices=MODES, default="strict",
+        help="a request that breaks the description: 'strict' refuses it (400, or the operation's 422); 'warn' "
+             "answers it as if it were valid and keeps its violations in the journal, the dashboard and coverage; "
+             "'off' refuses and keeps nothing (default %(default)s)")),
+    OptionFlag("violations_header", ("--violations-header",), dict(
+        nargs="?", const=VIOLATIONS_HEADER, default=None, type=_violations_header, metavar="NAME",
+        help=f"name the violations of a request let through (--request-validation warn) in a header of the answer: "
+             f"{VIOLATIONS_HEADER} ('pointer rule; …'), or Prism's sl-violations (its JSON list) (default: none)")),
     OptionFlag("state", ("--state",), dict(
         default=os.environ.get("MOCKSERVER_STATE"), metavar="URL",
         help="where scenarios, the journal, coverage and sessions live: 'memory' (this process, the default) or "

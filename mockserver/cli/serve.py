@@ -23,7 +23,8 @@ SPLIT = "scenarios, journal and coverage"  # what each worker would keep for its
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_serving(parser)
-    add_options(parser, "seed", "dynamic", "strict_auth", "accept_tokens", "validate_responses")
+    add_options(parser, "seed", "dynamic", "strict_auth", "accept_tokens", "request_validation",
+                "violations_header", "validate_responses")
     add_workers(parser)
     add_options(parser, "state", "state_timeout", "session_ttl", "max_items", "max_depth")
     parser.add_argument("--watch", action="store_true",

@@ -47,6 +47,7 @@ class OperationCoverage:
     undeclared: Counter[int] = field(default_factory=Counter)  # statuses the description does not give it
     query: Counter[str] = field(default_factory=Counter)
     enums: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (in, parameter, value)
+    violated: int = 0  # calls let through despite breaking the description (`--request-validation warn`)
 
     def as_dict(self) -> dict[str, Any]:
         op, targets = self.targets.operation, self.targets
@@ -57,6 +58,7 @@ class OperationCoverage:
         covered = sum(1 for calls in items if calls)
         return {
             "operationId": op.id, "method": op.method, "path": op.path, "calls": self.calls,
+            "violatingCalls": self.violated,
             "covered": covered, "total": len(items), "percent": _percent(covered, len(items)),
             "statuses": [{"status": s, "calls": self.statuses[s]} for s in op.declared_statuses],
             "undeclaredStatuses": [{"status": s, "calls": n} for s, n in sorted(self.undeclared.items())],
@@ -81,6 +83,7 @@ class Report:
         operations = [op.as_dict() for op in self.operations]
         covered, total = sum(o["covered"] for o in operations), sum(o["total"] for o in operations)
         return {"calls": self.calls, "unmatched": self.unmatched, "journalFull": self.journal_full,
+                "violatingCalls": sum(o["violatingCalls"] for o in operations),
                 "covered": covered, "total": total, "percent": _percent(covered, total), "operations": operations}
 
 
@@ -113,6 +116,7 @@ class CoverageModel:
         targets = coverage.targets
         op = targets.operation
         coverage.calls += times
+        coverage.violated += times if call.violated else 0
         response = op.response(call.status)  # its `status` is its key: "200", "4XX", "default"
         if response is None:
             coverage.undeclared[call.status] += times

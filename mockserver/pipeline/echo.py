@@ -1,8 +1,9 @@
 """Generated answers that agree with the request, as a client reading them expects: the value of a path or query
 parameter in the field that carries it (`GET /dags/tutorial` answers `dag_id: tutorial`, `/pets/{petId}` the
 pet's `id`), the fields of a created or replaced resource as they were sent, and a list as long as `limit` asks
-(within the schema's bounds, and a page of at most PAGE_CAP) with a total that agrees with it. Each echo is kept
-only if the answer still fits its schema."""
+(within the schema's bounds, and a page of at most PAGE_CAP) with a total that agrees with it, no item twice, and
+a page envelope that does not contradict itself (`hasMore: false` and no `nextCursor`, or more and a cursor). Each
+echo is kept only if the answer still fits its schema."""
 from __future__ import annotations
 
 import re
@@ -22,6 +23,10 @@ CURSOR_NAMES = frozenset({"cursor", "after", "before", "pagetoken", "nextpagetok
 # a list's count of every item, beside the list or in an object beside it (`meta: {total: …}`)
 TOTAL_NAMES = frozenset({"total", "totalcount", "totalentries", "totalitems", "totalresults", "totalrecords",
                          "totalsize", "totalelements", "totalhits", "totalrows", "count", "numfound"})
+# a page's "there is more" flag and the cursor of the next page, beside the list or in an object beside it
+MORE_NAMES = frozenset({"hasmore", "hasnext", "hasnextpage", "more", "moreitems", "hasmoreitems", "hasmoreresults"})
+NEXT_NAMES = frozenset({"nextcursor", "nextpagetoken", "nexttoken", "nextpage", "next", "cursor", "nextmarker",
+                        "continuationtoken", "nextlink", "nexturl"})
 _PAGING = LIMIT_NAMES | OFFSET_NAMES | PAGE_NAMES | CURSOR_NAMES
 _PATH_PARAM = re.compile(r"{([^}]+)}")
 
@@ -99,7 +104,45 @@ class Echo:
         items = [change for path, values in _lists(payload) for index, item in enumerate(values)
                  if isinstance(item, dict) for change in _matches(item, asked, [*path, index])]
         payload = _fitting(payload, items, fits)
-        return self._counted(op, payload, schema, uri, fits, request, (limit, offset), make_value)
+        payload = _distinct(payload, fits)
+        payload = self._counted(op, payload, schema, uri, fits, request, (limit, offset), make_value)
+        return self._coherent(payload, schema, uri, fits, limit)
+
+    def _coherent(self, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool], limit: int | None) -> Any:
+        """A page envelope that agrees with itself: no next cursor where there is no more (`hasMore: false`, or
+        the last page: fewer items than `limit`), and, where the schema has a cursor, no `hasMore: true` without
+        one to get the more with. The cursor is left out, else null, as the schema takes it; else the flag gives
+        way. Beside the list, or in an object beside it (`pagination: {hasMore, nextCursor}`)."""
+        found = next(iter(_lists(payload)), None)
+        if found is None or not isinstance(payload, dict):
+            return payload
+        last = limit is not None and len(found[1]) < limit
+        places: list[tuple[list[Any], dict[str, Any]]] = [([], payload)]
+        for at, envelope in places + [([key], value) for key, value in payload.items() if isinstance(value, dict)]:
+            node, node_uri = schema, uri
+            for step in at:
+                node, node_uri = self._walk.property(node, node_uri, step)
+            named = next((str(key) for part, _ in self._walk.parts(node, node_uri)
+                          for key in part.get("properties") or {} if _norm(str(key)) in NEXT_NAMES), None)
+            more = next((key for key, value in envelope.items()
+                         if _norm(key) in MORE_NAMES and isinstance(value, bool)), None)
+            if more is None and named is None:
+                continue
+            cursor = named if named is not None and _scalar(envelope.get(named)) else None
+            if named is None:  # paged by offset: only the last page's flag can be wrong
+                has_more = bool(more is not None and envelope[more]) and not last
+            else:
+                has_more = not last and cursor is not None and (more is None or envelope[more])
+            if (more is None or envelope[more] == has_more) and (named is None or (cursor is not None) == has_more):
+                return payload  # coherent; else there is no more: the flag false, no cursor
+            flag = [([*at, more], False)] if more is not None else []
+            tries = [_applied(_without(payload, [*at, cursor]), flag),
+                     _applied(payload, [*flag, ([*at, cursor], None)])] if cursor is not None else []
+            for candidate in [*tries, _applied(payload, flag)]:
+                if fits(candidate):
+                    return candidate
+            return payload
+        return payload
 
     def _counted(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
                  request: ValidRequest, page: tuple[int | None, int], make_value: MakeValue) -> Any:
@@ -148,6 +191,32 @@ class Echo:
         resized = items[:want] + [make_item(item_node, item_uri, i) for i in range(len(items), want)]
         candidate = _applied(payload, [(path, resized)])
         return candidate if fits(candidate) else payload
+
+
+def _distinct(payload: Any, fits: Callable[[Any], bool]) -> Any:
+    """The list without an item twice (the same `id`, or the same value), where the schema allows it shorter."""
+    found = next(iter(_lists(payload)), None)
+    if found is None:
+        return payload
+    path, items = found
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        identity = repr(item["id"]) if isinstance(item, dict) and _scalar(item.get("id")) else repr(item)
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(item)
+    if len(kept) == len(items):
+        return payload
+    candidate = _applied(payload, [(path, kept)])
+    return candidate if fits(candidate) else payload
+
+
+def _without(value: Any, path: list[Any]) -> Any:
+    """A copy of `value` without the property at `path`."""
+    if len(path) == 1:
+        return {key: sub for key, sub in value.items() if key != path[0]}
+    return {**value, path[0]: _without(value[path[0]], path[1:])}
 
 
 def _matches(target: dict[str, Any], asked: dict[str, Any], path: list[Any]) -> list[tuple[list[Any], Any]]:

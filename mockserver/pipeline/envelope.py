@@ -1,8 +1,13 @@
 """Rendering every error the mock makes into the API's own envelope, declared once in the fixtures' settings as a
-template; RFC 7807 problem+json when the API declares none. The code of a status on an operation is read from
-the description (the first example of that response), so `404` is `agent-not-found` where the API says so."""
+template; else the API's own error body where the operation declares one, else the API's convention (the error
+body most of the description's error responses share), and RFC 7807 problem+json only when the API has none. The
+code of a status on an operation is read from the description (the first example of that response), so `404` is
+`agent-not-found` where the API says so. An API's own body carries the request's id where it has a field for it,
+and FastAPI's validation error (`detail: [{loc, msg, type, input}]`) lists the request's real violations."""
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -10,6 +15,7 @@ from typing import Any
 
 from ..base.errors import MockError
 from ..spec.index import Operation, SpecIndex
+from .request_validation import InvalidRequest, Violation
 
 PROBLEM_TEMPLATE = {
     "type": "about:blank",
@@ -78,18 +84,62 @@ MOCK_STATUSES = (400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 429, 431
 _STATUS_KEYS = ("status", "statuscode", "status_code", "httpstatus", "http_status", "code", "error")
 
 
+# fields of an error body that name the request (compared without case, `_` or `-`)
+_REQUEST_ID_KEYS = frozenset({"requestid", "traceid", "correlationid"})
+_SAMPLE_IDS = ("req_" + "0" * 32, "00000000-0000-4000-8000-000000000000")  # what `Pipeline.request_id` makes
+_MOCK_CODE = "mock-contract-violation"  # a code of the mock's own faults, to try a code field with
+# FastAPI's 422 (`HTTPValidationError`): its schema takes a list of violations, each of which must name its place
+_VALIDATION_PROBE = {"detail": [{"loc": ["body", "name"], "msg": "m", "type": "t"}]}
+_UNPLACED = {"detail": [{"msg": "m"}]}
+_REQUIRED = re.compile(r"^'(.+)' is a required property$")
+_MAX_INPUT = 1000  # characters of an offending value's JSON given back as FastAPI's `input`
+
+
 @dataclass(frozen=True)
 class OwnBody:
     """An API's own error body, and where its message goes (None: it is served as it is); `for_status` gives the
     body with its status fields (`status: 401`, `code: unauthorized`) set for a status of `statuses` as the schema
-    (`fits`) takes them."""
+    (`fits`) takes them. Where the schema takes them: the request's id (`request_id_path`), the mock's own codes
+    (`code_path`: `mock-contract-violation`), and, for FastAPI's validation error (`validation`), the list of
+    what was wrong."""
 
     media_type: str
     body: Any
     message_path: list[Any] | None
     statuses: frozenset[int]
     fits: Callable[[Any], bool]
+    request_id_path: list[Any] | None = None
+    code_path: list[Any] | None = None
+    validation: bool = False
     _fitted: dict[int, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, media_type: str, body: Any, statuses: frozenset[int], fits: Callable[[Any], bool]) -> OwnBody:
+        """Where in `body` the message, the request id and a code go, worked out once against its schema."""
+        message = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
+        request_id = next((p for p in _string_paths(body) if _plain(p[-1]) in _REQUEST_ID_KEYS
+                           and any(fits(_put(body, p, sample)) for sample in _SAMPLE_IDS)), None)
+        code = next((p for p in _status_paths(body) if str(p[-1]).lower() == "code"
+                     and isinstance(dig(body, p), str) and fits(_put(body, p, _MOCK_CODE))), None)
+        return cls(media_type, body, message, statuses, fits, request_id, code,
+                   fits(_VALIDATION_PROBE) and not fits(_UNPLACED))
+
+    def render(self, error: MockError, request_id: str) -> Any:
+        """The body for `error`: FastAPI's list of the violations, else the body for its status, with the
+        message, a mock's own code and the request's id where they go."""
+        if self.validation and isinstance(error, InvalidRequest):
+            listed = _validation_body(error.violations, self.fits)
+            if listed is not None:
+                return listed
+        body = self.for_status(error.status)
+        if self.message_path is not None:
+            message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"
+            body = _put(body, self.message_path, message)
+        if self.code_path is not None and (error.code or "").startswith("mock-"):
+            body = _put(body, self.code_path, error.code)
+        if self.request_id_path is not None:
+            body = _put(body, self.request_id_path, request_id)
+        return body
 
     def for_status(self, status: int) -> Any:
         """Worked out when the status is first answered, not at start-up: each status of each `default` or `4XX`
@@ -115,6 +165,46 @@ def _message_paths(body: Any, depth: int = 0) -> Iterator[list[Any]]:
     for key, sub in body.items():
         for path in _message_paths(sub, depth + 1):
             yield [key, *path]
+
+
+def _string_paths(body: Any, depth: int = 0) -> Iterator[list[Any]]:
+    """Strings of an error body's objects, two levels deep (`{"error": {"requestId": …}}`)."""
+    if not isinstance(body, dict) or depth > 1:
+        return
+    for key, sub in body.items():
+        if isinstance(sub, str):
+            yield [key]
+        for path in _string_paths(sub, depth + 1):
+            yield [key, *path]
+
+
+def _plain(name: Any) -> str:
+    return re.sub(r"[^a-z]", "", str(name).lower())
+
+
+def _validation_body(violations: list[Violation], fits: Callable[[Any], bool]) -> Any:
+    """FastAPI's `{"detail": [{loc, msg, type, input}]}` of the request's violations, as its schema takes it
+    (with `input`, else without); None when it takes neither."""
+    detail = [{"loc": _loc(v), "msg": v.message[:_MAX_MESSAGE], "type": v.rule, "input": _input(v.value)}
+              for v in violations]
+    for candidate in ({"detail": detail}, {"detail": [{k: v for k, v in d.items() if k != "input"} for d in detail]}):
+        if fits(candidate):
+            return candidate
+    return None
+
+
+def _loc(violation: Violation) -> list[Any]:
+    """Where FastAPI says a field is: `["body", "items", 0, "name"]`, `["query", "limit"]`; a missing property
+    is named as the field, not its object."""
+    tokens: list[Any] = [t.replace("~1", "/").replace("~0", "~") for t in violation.pointer.split("/")[1:]]
+    head = ["body"] if violation.location == "body" else [violation.location, violation.parameter]
+    missing = _REQUIRED.match(violation.message) if violation.rule == "required" else None
+    return [*head, *(int(t) if t.isdigit() else t for t in tokens), *([missing.group(1)] if missing else [])]
+
+
+def _input(value: Any) -> Any:
+    """The offending value, as FastAPI gives it back; a large one is left out (null)."""
+    return value if len(json.dumps(value, default=str)) <= _MAX_INPUT else None
 
 
 def _status_paths(body: Any, depth: int = 0) -> Iterator[list[str]]:
@@ -186,6 +276,9 @@ class ErrorRenderer:
         # by status, the first operation declaring it with a body: the shape of an error on no operation (a path
         # the description lacks), so it still comes in the API's own media type and body where it has one
         self._unrouted: dict[int, Operation] = {}
+        # the error body most of the description's error responses share, for an error no response declares
+        # (startup.learn_error_convention); None: RFC 7807 there
+        self.convention: OwnBody | None = None
         for op in spec.operations.values():
             for status, response in op.responses.items():
                 if status.isdigit() and int(status) >= 400 and response.content:
@@ -211,19 +304,28 @@ class ErrorRenderer:
         `detail`, …) and the schema (`fits`) takes any text there, the mock's own message goes in it. Its status
         fields are set for each status it answers, unless it is the description's own example of that very
         status (whose code is the API's word: `agent-not-found`)."""
-        path = next((p for p in _message_paths(body) if fits(_put(body, p, _PROBE))), None)
         statuses = frozenset() if example and key.isdigit() else frozenset(statuses_under(key))
-        self.description_bodies[(op.id, key)] = OwnBody(media_type, body, path, statuses, fits)
+        self.description_bodies[(op.id, key)] = OwnBody.of(media_type, body, statuses, fits)
+
+    def use_convention(self, media_type: str, body: Any, fits: Callable[[Any], bool]) -> None:
+        """Answer the errors no response declares (a body) with `body`, the API's usual error body."""
+        self.convention = OwnBody.of(media_type, body, frozenset(MOCK_STATUSES), fits)
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
-        """The API's own error body for this status, if it takes the place of the envelope; never for the mock's
-        own faults (`mock-…`), whose message is what a person needs to see."""
-        if op is None or not self.description_bodies or (code or "").startswith("mock-"):
-            return None
+        """The API's own error body for this status, if it takes the place of the envelope: the response's that
+        answers it, or the API's convention where none with a body does; for the mock's own faults (`mock-…`)
+        only one that carries the message, which is what a person needs to see, and the code, so that the fault is
+        not taken for one of the API's."""
+        found = self.convention
+        responses = op.responses if op is not None else {}
         for key in (str(status), f"{str(status)[0]}XX", "default"):
-            if key in op.responses:
-                return self.description_bodies.get((op.id, key))
-        return None
+            if key in responses:
+                assert op is not None
+                found = self.description_bodies.get((op.id, key)) if responses[key].content else self.convention
+                break
+        if found is None or ((code or "").startswith("mock-") and None in (found.message_path, found.code_path)):
+            return None
+        return found
 
     def _shape(self, status: int, op: Operation | None) -> Operation | None:
         return op if op is not None else self._unrouted.get(status)
@@ -231,11 +333,11 @@ class ErrorRenderer:
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
         own = self._own(error.status, self._shape(error.status, op), error.code)
         if own is not None:
-            fitted = own.for_status(error.status)
-            if own.message_path is None:
-                return fitted
-            message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"
-            return _put(fitted, own.message_path, message)
+            return own.render(error, request_id)
+        return self.envelope(error, request_id, op)
+
+    def envelope(self, error: MockError, request_id: str, op: Operation | None) -> Any:
+        """The error in the fixtures' template (RFC 7807 by default)."""
         return fill(self.template, {
             "code": error.code or self.code(error.status, op),
             "message": error.message,

@@ -33,7 +33,15 @@ from .envelope import ErrorRenderer
 from .front_door import FrontDoor
 from .negotiation import Prefer
 from .pagination import CursorSealer
-from .request_validation import RequestValidator, ValidRequest
+from .request_validation import (
+    HEADER_NAMES,
+    MODES,
+    RequestValidator,
+    ValidRequest,
+    Violation,
+    bad_input,
+    violations_header,
+)
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
@@ -68,6 +76,10 @@ class Options:
     dynamic: bool = False  # every answer varied generated data, as if each request said `Prefer: dynamic=true`
     allow_outside: tuple[Path, ...] = ()  # folders besides their own that the description and fixtures may read
     dashboard: bool = True  # the control API's pages are served: a browser's GET / is sent there (front_door.py)
+    # a request that breaks the description: "strict" refuses it (400/422), "warn" answers it as if valid and keeps
+    # its violations in the journal, "off" does not check (request_validation.MODES)
+    request_validation: str = "strict"
+    violations_header: str | None = None  # the header naming a let-through request's violations (HEADER_NAMES)
 
 
 @dataclass
@@ -102,7 +114,11 @@ class Pipeline:
             tokens.setdefault(name, Token(f"given-{len(tokens)}", auth.get("defaultTenant")))
         self.auth = Authenticator(spec.security_schemes, tokens,
                                   default_tenant=auth.get("defaultTenant"), strict=self.options.strict_auth)
-        self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth)
+        _check_choice("request_validation", self.options.request_validation, MODES)
+        if self.options.violations_header is not None:
+            _check_choice("violations_header", self.options.violations_header, HEADER_NAMES)
+        self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth,
+                                                   self.options.request_validation)
                            for op in spec.operations.values()}
         self.router = Router(list(spec.operations.values()), spec.base_path,
                              lambda op, values: self.validators[op.id].path_fits(values))
@@ -137,6 +153,7 @@ class Pipeline:
             name.lower() for values in self.header_values.values() for name in values})
         problems = fixtures.problems + self.answers.problems
         problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
+        startup.learn_error_convention(spec, fixtures, self.errors, self.answers)
         problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,
                                                 self.new_request_id())
         problems += startup.load_scenarios(fixtures, self.scenarios)
@@ -195,6 +212,7 @@ class Pipeline:
         op: Operation | None = None
         effect: Effect | None = None
         session, session_error = None, None
+        violations: list[Violation] = []  # what `--request-validation warn` let through
         try:
             session = session_of(request)
         except MockError as error:
@@ -209,6 +227,7 @@ class Pipeline:
             self.store.check()
             query, caller, valid = resolved.query, resolved.caller, resolved.valid
             assert caller is not None and valid is not None  # resolve raised otherwise
+            violations = valid.violations
             header = request.header("prefer")
             prefer = self._no_prefer if header is None else Prefer.read(header, self.options.dynamic)
             if prefer.code is not None and (preferred := self._preferred_error(op, prefer.code)) is not None:
@@ -234,7 +253,17 @@ class Pipeline:
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
         response.session = session
+        if violations:
+            self._tell(response, violations)
         return response
+
+    def _tell(self, response: MockResponse, violations: list[Violation]) -> None:
+        """A request let through despite its violations: they go to the journal, and to the client in the
+        violations header when one is asked for."""
+        response.violations = [v.as_dict() for v in violations]
+        name = self.options.violations_header
+        if name is not None:
+            response.headers[name] = violations_header(name, violations)
 
     def _respond(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                  effect: Effect | None, request_id: str) -> MockResponse:
@@ -302,6 +331,9 @@ class Pipeline:
             resolved.valid = self.validators[op.id].validate(request, match.path_params)
         except MockError as error:
             refused("request", error)
+        else:
+            if collect and resolved.valid.violations:  # let through by a lenient mode, still the request's fault
+                refused("request", bad_input(resolved.valid.violations))
         return resolved
 
     def _check_size(self, request: MockRequest) -> None:
@@ -368,6 +400,11 @@ class Pipeline:
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",
                             op.id if op else None, payload)
+
+
+def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
+    if value.lower() not in (choice.lower() for choice in choices):
+        raise ValueError(f"{option}={value!r}: it is one of {', '.join(choices)}")
 
 
 def serialize(payload: Any, media_type: str | None) -> bytes:

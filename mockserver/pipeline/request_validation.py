@@ -1,8 +1,11 @@
 """Validating a request against its operation: parameters (parsed by style, coerced to the schema's type,
 defaults applied) and the body. Every violation is collected, then answered once as `400` with details a program
-can read: the parameter, where it was, the JSON pointer inside its value, and the rule."""
+can read: the parameter, where it was, the JSON pointer inside its value, and the rule. With a lenient mode
+(`--request-validation warn`) the request is let through instead, its violations kept for the journal (and, on
+request, a header); `off` lets it through and keeps nothing."""
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -10,6 +13,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
+from urllib.parse import quote
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
@@ -28,6 +32,9 @@ _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 # nobody chose a value: a request that leaves the optional parameter out)
 _SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
+# how a request that breaks the description is met: refused (400/422), let through with its violations kept, or
+# let through with nothing kept (its values still parsed and typed, as the answer needs them)
+MODES = ("strict", "warn", "off")
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
 
@@ -50,10 +57,48 @@ class Violation:
     pointer: str
     rule: str
     message: str
+    value: Any = None  # the offending value (FastAPI's `input`), as parsed; None where none was given
 
     def as_dict(self) -> dict[str, str]:
         return {"parameter": self.parameter, "in": self.location, "pointer": self.pointer, "rule": self.rule,
                 "message": self.message}
+
+    def where(self) -> str:
+        """A JSON pointer into the request: `/query/limit`, `/body/name`, `/header/X-Tenant/0`."""
+        if self.location == "body":
+            return "/body" + self.pointer
+        return pointer_join(f"/{self.location}", self.parameter) + self.pointer if self.parameter \
+            else f"/{self.location}"
+
+
+VIOLATIONS_HEADER = "X-Mock-Violations"  # `--violations-header`'s default name
+PRISM_VIOLATIONS_HEADER = "sl-violations"  # Prism's, whose value is its JSON list
+HEADER_NAMES = (VIOLATIONS_HEADER, PRISM_VIOLATIONS_HEADER)
+_HEADER_LIMIT = 2000  # characters of a violations header: proxies refuse headers of a few kB
+_SAFE = "/~-._!$&'()*+,=:@"  # a pointer's characters kept as they are in the `;` list; the rest percent-escaped
+
+
+def violations_header(name: str, violations: list[Violation]) -> str:
+    """The violations a lenient mock let through, as a client may read them in a header: ASCII, one line, at most
+    _HEADER_LIMIT characters (then how many more there were). `X-Mock-Violations`: `pointer rule` items joined by
+    `; ` (`/query/limit maximum; /body/name type`); `sl-violations`: Prism's JSON list."""
+    prism = name.lower() == PRISM_VIOLATIONS_HEADER
+    items = [json.dumps({"location": ["request", *_tokens(v.where())], "severity": "Error", "code": v.rule,
+                         "message": v.message[:200]}, separators=(",", ":")) if prism
+             else f"{quote(v.where(), safe=_SAFE)} {v.rule}" for v in violations]
+    kept: list[str] = []
+    for item in items:
+        if sum(len(k) + 2 for k in kept) + len(item) > _HEADER_LIMIT - 20 and kept:
+            break
+        kept.append(item)
+    if prism:  # Prism's readers parse JSON: what does not fit is left out
+        return "[" + ",".join(kept) + "]"
+    more = f"; +{len(items) - len(kept)} more" if len(kept) < len(items) else ""
+    return "; ".join(kept) + more
+
+
+def _tokens(pointer: str) -> list[str]:
+    return [token.replace("~1", "/").replace("~0", "~") for token in pointer.split("/")[1:]]
 
 
 @dataclass
@@ -66,6 +111,7 @@ class ValidRequest:
     cookie: dict[str, Any] = field(default_factory=dict)
     sent: set[tuple[str, str]] = field(default_factory=set)
     body: Any = None
+    violations: list[Violation] = field(default_factory=list)  # what a lenient mock let through (`warn`)
 
     def get(self, location: str, name: str) -> Any:
         values: dict[str, Any] = getattr(self, location)
@@ -81,7 +127,16 @@ def invalid_request_status(op: Operation) -> int:
     return 422 if "422" in op.responses else 400
 
 
-def bad_input(violations: list[Violation], status: int = 400) -> MockError:
+class InvalidRequest(MockError):
+    """A request refused for its violations, which an API's own validation error body may list one by one
+    (FastAPI's `detail: [{loc, msg, type, input}]`)."""
+
+    def __init__(self, status: int, message: str, violations: list[Violation]) -> None:
+        super().__init__(status, message, details={"violations": [v.as_dict() for v in violations]})
+        self.violations = violations
+
+
+def bad_input(violations: list[Violation], status: int = 400) -> InvalidRequest:
     first = violations[0]
     if first.location == "body":
         where = "request body"
@@ -90,8 +145,7 @@ def bad_input(violations: list[Violation], status: int = 400) -> MockError:
     else:
         where = f"the {first.location}"
     more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-    return MockError(status, f"{where}: {first.message}{more}",
-                     details={"violations": [v.as_dict() for v in violations]})
+    return InvalidRequest(status, f"{where}: {first.message}{more}", violations)
 
 
 def items_schema(node: Any, uri: str, resolve: Resolve, depth: int = 0) -> tuple[Any, str]:
@@ -146,9 +200,13 @@ class _Param:
 class RequestValidator:
     """Per operation, the parameters' coercion rules worked out once at start-up."""
 
-    def __init__(self, op: Operation, resolve: Resolve, max_depth: int = MAX_DEPTH) -> None:
+    def __init__(self, op: Operation, resolve: Resolve, max_depth: int = MAX_DEPTH, mode: str = "strict") -> None:
         self.op = op
         self.max_depth = max_depth  # levels a JSON body or parameter may nest
+        self.mode = mode  # one of MODES
+        # whether violations are kept (and a body held to its schema); parameters are always checked, as the router
+        # asks whether a path's values fit (`path_fits`)
+        self.checks = mode != "off"
         self.invalid_status = invalid_request_status(op)
         self.params: list[_Param] = []
         for p in op.parameters:
@@ -185,8 +243,11 @@ class RequestValidator:
         violations: list[Violation] = []
         query = request.query()
         if query is None:
-            raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")],
-                            self.invalid_status)
+            encoding = Violation("", "query", "", "encoding", "the query string is not valid UTF-8")
+            if self.mode == "strict":
+                raise bad_input([encoding], self.invalid_status)
+            violations.append(encoding)  # answered as if no query were sent
+            query = {}
         cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():
@@ -206,11 +267,16 @@ class RequestValidator:
                 violations.extend(problems)
                 if not problems:
                     target[key] = value
+                elif self.mode != "strict":  # let through: the value as it was sent (a path id `abc` stays `abc`)
+                    target[key] = raw[-1] if value is None else value
         body_violations: list[Violation] = []
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
         if violations or body_violations:
-            raise bad_input(violations + body_violations, self.invalid_status)
+            if self.mode == "strict":
+                raise bad_input(violations + body_violations, self.invalid_status)
+            if self.checks:
+                result.violations = violations + body_violations
         return result
 
     def path_fits(self, path_params: dict[str, str]) -> bool:
@@ -248,7 +314,8 @@ class RequestValidator:
         if p.schema is None:
             return value, []
         violations = [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
-                                _message(error.message)) for error in iter_errors(p.schema.validator, value)]
+                                _message(error.message), error.instance)
+                      for error in iter_errors(p.schema.validator, value)]
         if violations:
             for other in _readings(param, raw, value):
                 if p.schema.validator.is_valid(other):
@@ -303,9 +370,13 @@ class RequestValidator:
             return None
         media = match_media_type(content_type, body.content)
         if media is None:
-            raise MockError(415, f"unsupported Content-Type {content_type or '(none)'!r}; this operation takes "
-                                 + ", ".join(body.content),
-                            details={"contentType": content_type, "accepted": list(body.content)})
+            unsupported = (f"unsupported Content-Type {content_type or '(none)'!r}; this operation takes "
+                           + ", ".join(body.content))
+            if self.mode == "strict":
+                raise MockError(415, unsupported,
+                                details={"contentType": content_type, "accepted": list(body.content)})
+            violations.append(Violation("body", "body", "", "contentType", unsupported))
+            return None  # let through, answered as if no body were sent
         if is_json(media.name):
             try:
                 value = request.json = parse_json(request.body, self.max_depth)
@@ -324,10 +395,10 @@ class RequestValidator:
             value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
-        if media.schema is not None:
+        if media.schema is not None and self.checks:
             for error in iter_errors(media.schema.validator, value):
                 violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
-                                            error.message))
+                                            error.message, error.instance))
         return value
 
     @staticmethod

@@ -1,15 +1,18 @@
 """What `Pipeline` works out and checks once, at start-up, about the description and the fixtures together: the
 header values the mock sends, that they and its request ids fit their schemas, that its error envelope fits
-every error response declared, and the fixtures' scenarios. Each check returns every problem it finds, with
+every error response declared (and, without one from the fixtures, the API's own error convention), and the
+fixtures' scenarios. Each check returns every problem it finds, with
 file, line and pointer, so `Pipeline` raises them all at once."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import MockError, Problem
+from ..base.http import is_json
 from ..fixtures.loading import FixtureSet
-from ..spec.index import Header, Operation, SpecIndex
+from ..spec.index import Header, MediaType, Operation, SpecIndex
 from ..spec.schemas import instance_pointer, iter_errors
 from .answers import pick_media_type
 from .envelope import statuses_under
@@ -98,6 +101,44 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                 body = answers.generator.generate(media.schema.node, media.schema.uri, rng, static=True)
             errors.use_description(op, key, media.name, body, media.schema.validator.is_valid, example=example)
     return problems
+
+
+def learn_error_convention(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRenderer, answers: Answers) -> None:
+    """Where the fixtures declare no envelope: the error body most of the description's error responses share
+    (the same schema, by `$ref` or written out alike, in two responses at least; FastAPI's 422 aside, which is
+    only for validation) answers the errors no response declares a body for, so that a client recognises them
+    (a 404 for an unknown id, the mock's own 500); unless RFC 7807 fits it already."""
+    if "errors" in fixtures.settings:
+        return
+    shared: Counter[str] = Counter()
+    first: dict[str, tuple[Operation, str, MediaType]] = {}
+    for op in spec.operations.values():
+        for key, response in op.responses.items():
+            if key == "422" or not _is_error(key):
+                continue
+            media = next((m for m in response.content.values() if is_json(m.name) and m.schema is not None), None)
+            if media is None or media.schema is None:
+                continue
+            node, uri = spec.docs.deref(media.schema.node, media.schema.uri)
+            shape = uri if node is not media.schema.node else json.dumps(node, sort_keys=True, default=str)
+            shared[shape] += 1
+            first.setdefault(shape, (op, key, media))
+    if not shared or (most := shared.most_common(1)[0])[1] < 2:
+        return
+    op, key, media = first[most[0]]
+    assert media.schema is not None
+    fits = media.schema.validator.is_valid
+    if fits(errors.envelope(MockError(400, "sample", details={"sample": True}), "req_sample", op)):
+        return
+    body = next(iter(media.examples.values()), None) if media.examples else None
+    if body is None:
+        body = answers.generator.generate(media.schema.node, media.schema.uri, answers.rng(f"{op.id}|{key}|error"),
+                                          static=True)
+    errors.use_convention(media.name, body, fits)
+
+
+def _is_error(key: str) -> bool:
+    return key in ("4XX", "5XX", "default") or key.isdigit() and int(key) >= 400
 
 
 def load_scenarios(fixtures: FixtureSet, scenarios: Scenarios) -> list[Problem]:

@@ -53,9 +53,9 @@ class Journal:
                       _kept(secrets.request_body(request, result.operation_id)), result.status,
                       secrets.response_headers(response_headers), _kept(response_body), result.source,
                       result.operation_id, result.scenario_id, round(duration_ms, 3), result.session,
-                      result.disconnect)
+                      result.disconnect, result.violations)
         call = Call(result.operation_id, request.method, request.path, query, result.status,
-                    tuple((h, masked[h]) for h in self._counted_headers if h in masked))
+                    tuple((h, masked[h]) for h in self._counted_headers if h in masked), bool(result.violations))
         self.store.record(entry, call, result.session)
         return query
 

@@ -33,6 +33,8 @@ class Entry:
     duration_ms: float
     session: str | None = None
     broken: str | None = None  # a scenario's `break`: "close" (no body sent) or "truncate" (the part sent)
+    violations: list[dict[str, str]] | None = None  # how a request let through (`--request-validation warn`) broke
+    # the description
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -49,6 +51,7 @@ class Call(NamedTuple):
     query: str
     status: int
     headers: tuple[tuple[str, str], ...]  # only those the journal was asked to count (enum header parameters)
+    violated: bool = False  # let through despite breaking the description (`--request-validation warn`)
 
 
 def _camel(name: str) -> str:

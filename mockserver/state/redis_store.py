@@ -168,12 +168,12 @@ def _rows(raw: dict[bytes, bytes]) -> Rows:
 
 
 def _call_json(call: Call) -> str:
-    return json.dumps([*call[:5], [list(h) for h in call.headers]], separators=(",", ":"))
+    return json.dumps([*call[:5], [list(h) for h in call.headers], call.violated], separators=(",", ":"))
 
 
 def _call(raw: bytes) -> Call:
-    op, method, path, query, status, headers = json.loads(raw)
-    return Call(op, method, path, query, status, tuple((k, v) for k, v in headers))
+    op, method, path, query, status, headers, *violated = json.loads(raw)  # counted by an earlier mock: none
+    return Call(op, method, path, query, status, tuple((k, v) for k, v in headers), bool(violated and violated[0]))
 
 
 class RedisStore(Store):

@@ -433,3 +433,24 @@ def test_swagger_ui_answers_the_first_execute_with_the_examples_it_fills_in(brow
     """Try it out sends every parameter's example: those of the scope triplet go together (no 400 scope-invalid)."""
     entry = try_it_out(browser, server, "Test_sets-listTestSets", {})
     assert "scopeKind=project" in entry["query"] and "scopeId=" in entry["query"]
+
+
+def test_a_request_let_through_shows_its_violations_in_the_journal(browser):
+    """`--request-validation warn`: the journal row says the call broke the description, its detail how."""
+    lenient = Path(__file__).parent.parent / "data" / "lenient" / "items.yaml"
+    with MockServer(lenient, request_validation="warn") as started:
+        page, outside = open_page(browser, started.url)
+        page.goto(started.url + "/__mock/")
+        expect(page.locator("#journal")).to_be_visible()
+        call_url(started.url, "/items?limit=50")
+        row = page.locator("#journal tbody tr").first
+        expect(row.locator("td.source")).to_have_text("generated · 1 violation")
+        row.click()
+        expect(page.locator("#detail .request")).to_contain_text(
+            "answered despite breaking the description (--request-validation warn):\n"
+            "  query limit (maximum): 50 is greater than the maximum of 10")
+        counted = page.locator('.operation[data-operation="listItems"] [data-coverage] tr',
+                               has_text="broke the description")
+        expect(counted.locator("td").first).to_have_text("1 call")  # counted in coverage too
+        page.context.close()
+        assert outside == []

@@ -129,13 +129,15 @@
     const row = element("tr");
     row.dataset.id = entry.id;
     row.tabIndex = 0;
-    const source = entry.source + (entry.scenarioId ? ` ${entry.scenarioId}` : "");
+    const source = entry.source + (entry.scenarioId ? ` ${entry.scenarioId}` : "") +
+      (entry.violations ? ` · ${entry.violations.length} violation${entry.violations.length === 1 ? "" : "s"}` : "");
     const target = entry.path + (entry.query ? `?${entry.query}` : "");
     const path = element("td", target, "target");
     path.title = entry.operationId || "no operation";
     row.append(element("td", String(entry.id)), element("td", new Date(entry.time * 1000).toTimeString().slice(0, 8)),
       element("td", entry.method, `method ${entry.method.toLowerCase()}`), path,
-      element("td", String(entry.status), statusClass(entry.status)), element("td", source, `source ${entry.source}`),
+      element("td", String(entry.status), statusClass(entry.status)),
+      element("td", source, `source ${entry.source}${entry.violations ? " violated" : ""}`),
       element("td", entry.durationMs.toFixed(1), "number"));
     row.addEventListener("click", () => showEntry(entry.id));
     row.addEventListener("keydown", (event) => { if (event.key === "Enter") showEntry(entry.id); });
@@ -166,7 +168,10 @@
       (entry.scenarioId ? ` (scenario ${entry.scenarioId})` : "") + ` · ${entry.durationMs.toFixed(1)} ms` +
       (entry.broken ? ` · connection cut (${entry.broken})` : "");
     $(".request", detail).textContent = `${entry.method} ${entry.path}${entry.query ? `?${entry.query}` : ""}\n` +
-      headerLines(entry.requestHeaders) + (entry.requestBody ? `\n\n${pretty(entry.requestBody, entry.requestHeaders)}` : "");
+      headerLines(entry.requestHeaders) + (entry.requestBody ? `\n\n${pretty(entry.requestBody, entry.requestHeaders)}` : "") +
+      (entry.violations ? "\n\nanswered despite breaking the description (--request-validation warn):\n" +
+        entry.violations.map((v) => `  ${v.in}${v.parameter && v.in !== "body" ? ` ${v.parameter}` : ""}` +
+          `${v.pointer} (${v.rule}): ${v.message}`).join("\n") : "");
     $(".response", detail).textContent = `${entry.status}\n${headerLines(entry.responseHeaders)}` +
       (entry.responseBody ? `\n\n${pretty(entry.responseBody, entry.responseHeaders)}` : "");
     detail.hidden = false;

@@ -60,7 +60,7 @@ class Driver:
         self.last = why
         print(json.dumps({"sdk": self.sdk, "kind": kind, "name": name, "ok": ok, "reason": why}), flush=True)
 
-    def call(self, name: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, name: str, method: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """The method's answer, or None when it raised (the reason is printed)."""
         self.answer = ""
         try:
@@ -71,7 +71,7 @@ class Driver:
         self.emit("call", name, True)
         return value if value is not None else True
 
-    def readback(self, name: str, wrote: Mapping[str, Any], method: Callable[..., Any], *args: Any,
+    def readback(self, name: str, wrote: Mapping[str, Any], method: Callable[..., Any], /, *args: Any,
                  **kwargs: Any) -> None:
         """A read call, and whether it answers the fields as written."""
         value = self.call(name, method, *args, **kwargs)
@@ -81,7 +81,7 @@ class Driver:
         wrong = differences(wrote, as_json(value))
         self.emit("readback", name, not wrong, "; ".join(wrong)[:400])
 
-    def listed(self, name: str, ident: str, method: Callable[..., Any], *args: Any, key: str = "id",
+    def listed(self, name: str, ident: Any, method: Callable[..., Any], /, *args: Any, key: str = "id",
                **kwargs: Any) -> None:
         """A list call, and whether the item written (by its `key`) is in its first page."""
         value = self.call(name, method, *args, **kwargs)

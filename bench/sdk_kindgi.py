@@ -19,6 +19,7 @@ FLOW = {"id": "bench.ingest", "version": "1.0.0", "name": "Ingest", "nodes": [{"
         "edges": []}
 SUITE = {"id": "bench.accuracy", "version": "1.0.0", "kind": "accuracy", "description": "Accuracy",
          "spec": {"cases": []}}
+STAND_IN = "00000000-0000-4000-8000-000000000000"  # the id read when a create failed: `bench/sdks.py` knows it
 TEAM = {"name": "Bench team", "slug": "bench-team"}
 
 
@@ -35,14 +36,14 @@ def main(url: str) -> None:
                     http_client=httpx.Client(event_hooks={"response": [run.hook]}))
     run.call("system.health", client.system.health)
     created = run.call("projects.create", client.projects.create, PROJECT)
-    project_id = created.id if created else "00000000-0000-4000-8000-000000000000"
+    project_id = created.id if created else STAND_IN
     run.readback("projects.get", PROJECT, client.projects.get, project_id)
     run.listed("projects.list", project_id, client.projects.list)
     run.call("projects.get_default", client.projects.get_default)
     run.call("projects.update", client.projects.update, project_id, {"description": "renamed"})
     run.readback("projects.get after update", {"description": "renamed"}, client.projects.get, project_id)
     team = run.call("teams.create", client.teams.create, TEAM)
-    team_id = team.id if team else "bench-team"
+    team_id = team.id if team else STAND_IN
     run.readback("teams.get", TEAM, client.teams.get, team_id)
     run.listed("teams.list", team_id, client.teams.list)
 
@@ -68,7 +69,7 @@ def main(url: str) -> None:
     schedule_body: dict[str, Any] = {"flowId": FLOW["id"], "flowVersion": FLOW["version"], "projectId": project_id,
                                      "config": {"cronExpression": "0 9 * * 1", "timezone": "UTC"}, "label": "weekly"}
     schedule = run.call("schedules.register", client.schedules.register, schedule_body)
-    trigger = str(schedule.trigger_id) if schedule else "00000000-0000-4000-8000-000000000001"
+    trigger = str(schedule.trigger_id) if schedule else STAND_IN
     run.readback("schedules.get", {"label": "weekly", "flowId": FLOW["id"]}, client.schedules.get, trigger)
     run.listed("schedules.list", trigger, client.schedules.list, key="triggerId")
     run.call("schedules.pause", client.schedules.pause, trigger)
@@ -86,7 +87,7 @@ def main(url: str) -> None:
 
     started = run.call("runs.start", client.runs.start,
                        {"flow": FLOW["id"], "projectId": project_id, "input": {"vendor": "Acme"}})
-    run_id = str(started.id) if started else "00000000-0000-4000-8000-000000000002"
+    run_id = str(started.id) if started else STAND_IN
     run.readback("runs.get", {"flowId": FLOW["id"]}, client.runs.get, run_id)
     run.listed("runs.list", run_id, client.runs.list)
     run.call("runs.journal", client.runs.journal, run_id)

@@ -33,6 +33,7 @@ START_TIMEOUT_S = 120.0  # a 2 MB description, or Prefect's first database migra
 
 # the issue's defect classes (issue 31, "What to build"), by a phrase of the failure's reason; the first match wins
 DEFECT_CLASSES = [
+    ("after a failed write", r"'None' is not a|00000000-0000-4000-8000-|=None\b|/None\b"),  # the drivers' stand-ins
     ("1 stored items", r"mock-contract-violation|would break the .* response schema|wrote .*, read"),
     ("2 collections", r"not among \d+ listed|HTTP 404|NotFound|status 404|Not Found"),
     ("4 generated values", r"InvalidVersion|not a valid|Input should be|validation error|is not a '"),
@@ -147,6 +148,12 @@ def sdk_python(name: str, requirement: str, index_url: str | None = None) -> str
     return str(python)
 
 
+def version(python: str, package: str) -> str:
+    """The version of a package installed in an SDK's venv."""
+    return subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -191,9 +198,12 @@ def drive(sdk: str, target: str, python: str, url: str, env: dict[str, str] | No
     done = subprocess.run([python, str(BENCH / f"sdk_{sdk}.py"), url], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=900)
     records = parse_records(done.stdout)
-    if done.returncode and not records:
+    if done.returncode:
         said = done.stderr.strip().splitlines()
-        return Outcome(sdk, target, error=said[-1] if said else f"the driver exited {done.returncode}")
+        why = f"the driver stopped: {said[-1] if said else f'exit {done.returncode}'}"
+        if not records:
+            return Outcome(sdk, target, error=why)
+        records.append({"sdk": sdk, "kind": "call", "name": "(the rest)", "ok": False, "reason": why})
     return Outcome(sdk, target, records)
 
 
@@ -203,7 +213,8 @@ def kindgi(index_url: str | None) -> list[Outcome]:
     python = sdk_python("kindgi", "kindgi", index_url)
     port = free_port()
     with started(mock(spec, port), port):
-        return [drive("kindgi", f"mock --stateful ({spec.parent.name})", python, f"http://127.0.0.1:{port}")]
+        return [drive("kindgi", f"mock --stateful (kindgi-cli {spec.parent.name}, kindgi {version(python, 'kindgi')})",
+                      python, f"http://127.0.0.1:{port}")]
 
 
 def prefect(index_url: str | None) -> list[Outcome]:
@@ -221,11 +232,11 @@ def prefect(index_url: str | None) -> list[Outcome]:
             spec = Path(home) / "openapi.json"
             with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
                 spec.write_bytes(answer.read())
-            version = json.loads(spec.read_text())["info"]["version"]
-            outcomes.append(drive("prefect", f"real server ({version})", python, url, env))
+            outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, url, env))
+        base = json.loads(spec.read_text()).get("servers", [{}])[0].get("url", "")  # `/api`, as served
         port = free_port()
         with started(mock(spec, port), port):
-            outcomes.append(drive("prefect", "mock --stateful", python, f"http://127.0.0.1:{port}", env))
+            outcomes.append(drive("prefect", "mock --stateful", python, f"http://127.0.0.1:{port}{base}", env))
     return outcomes
 
 

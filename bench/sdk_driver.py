@@ -88,7 +88,9 @@ class Driver:
         if value is None:
             self.emit("readback", name, False, f"the list failed: {self.last}")
             return
-        items = as_json(getattr(value, "data", value))
+        items = as_json(value)  # a page (`{"data": [...]}`) or a plain list
+        if isinstance(items, Mapping):
+            items = items.get("data", [])
         keys = [str(item.get(key)) for item in items if isinstance(item, Mapping)]
         self.emit("readback", name, str(ident) in keys,
                   "" if str(ident) in keys else f"{key} {ident!r} not among {len(keys)} listed: {keys[:3]}")

@@ -112,9 +112,11 @@ def pip(python: str, *args: str, index_url: str | None, what: str) -> None:
     done = subprocess.run([python, "-m", "pip", *args, "-q", "--retries", "0", "--timeout", "20",
                            "--disable-pip-version-check", *index], capture_output=True, text=True)
     if done.returncode:
-        said = [line for line in done.stderr.splitlines() if line.strip() and "is ignored" not in line]
-        raise FetchError(f"could not {what} with pip from {index_url or 'the configured index'}: "
-                         + (said[-1].strip() if said else f"pip exited {done.returncode}"))
+        where = index_url or os.environ.get("PIP_INDEX_URL") or "pip's configured index"
+        said = [line.removeprefix("ERROR: ").strip() for line in done.stderr.splitlines()
+                if line.strip() and "is ignored" not in line]
+        raise FetchError(f"could not {what} with pip from {where} (no network, or not there): "
+                         + (said[-1] if said else f"pip exited {done.returncode}"))
 
 
 def fetch_kindgi(index_url: str | None = None) -> Path:

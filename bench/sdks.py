@@ -21,6 +21,7 @@ import tempfile
 import time
 import urllib.request
 import zipfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,7 +90,9 @@ def table(outcomes: Sequence[Outcome]) -> str:
     for outcome in outcomes:
         failed = outcome.failures()
         if failed:
-            lines.append(f"\n{outcome.sdk} against {outcome.target}: {len(failed)} failure(s)")
+            classes = Counter(defect_class(str(record["reason"])) for record in failed)
+            lines.append(f"\n{outcome.sdk} against {outcome.target}: {len(failed)} failure(s) ("
+                         + ", ".join(f"{name} {count}" for name, count in sorted(classes.items())) + ")")
         for record in failed:
             why = str(record["reason"])
             lines.append(f"  {record['kind']:<8} {record['name']}: [{defect_class(why)}] {why}")

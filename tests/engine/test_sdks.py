@@ -44,7 +44,8 @@ def test_the_table_counts_calls_read_backs_and_the_example_and_classes_each_fail
 
     assert lines[2] == "| kindgi | mock --stateful | 3/5 (60 %) | 0/3 (0 %) | no |"
     assert lines[3] == "| prefect | real server | not run: prefect server start did not start: port in use | - | - |"
-    assert "kindgi against mock --stateful: 6 failure(s)" in lines
+    assert ("kindgi against mock --stateful: 6 failure(s) (1 stored items 2, 2 collections 3, 4 generated values 1)"
+            in lines)
     failures = [line.strip() for line in lines[6:]]
     assert failures == [
         "readback projects.get: [1 stored items] slug: wrote 'p', read 'q'",

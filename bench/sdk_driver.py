@@ -42,6 +42,7 @@ class Driver:
 
     def __init__(self, sdk: str) -> None:
         self.sdk = sdk
+        self.failures: set[str] = set()  # the calls that failed, by name
         self.last = ""  # the reason last printed: a read-back that could not read says why
         self.answer = ""  # the body of the last error answer: an SDK may keep only part of it
 
@@ -60,21 +61,24 @@ class Driver:
         self.last = why
         print(json.dumps({"sdk": self.sdk, "kind": kind, "name": name, "ok": ok, "reason": why}), flush=True)
 
-    def call(self, name: str, method: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """The method's answer, or None when it raised (the reason is printed)."""
+    def call(self, name: str, method: Callable[..., Any], /, *args: Any, after: str = "", **kwargs: Any) -> Any:
+        """The method's answer, or None when it raised (the reason is printed). `after` names the write whose
+        item the call uses: when that write failed, the reason says so first, as the call could not work."""
         self.answer = ""
         try:
             value = method(*args, **kwargs)
         except Exception as error:  # every failure is a finding: the SDK's own, the transport's, the answer's
-            self.emit("call", name, False, self.failed(error))
+            self.failures.add(name)
+            first = f"after a failed write ({after}): " if after in self.failures else ""
+            self.emit("call", name, False, first + self.failed(error))
             return None
         self.emit("call", name, True)
         return value if value is not None else True
 
     def readback(self, name: str, wrote: Mapping[str, Any], method: Callable[..., Any], /, *args: Any,
-                 **kwargs: Any) -> None:
+                 after: str = "", **kwargs: Any) -> None:
         """A read call, and whether it answers the fields as written."""
-        value = self.call(name, method, *args, **kwargs)
+        value = self.call(name, method, *args, after=after, **kwargs)
         if value is None:
             self.emit("readback", name, False, f"the read failed: {self.last}")
             return
@@ -82,9 +86,9 @@ class Driver:
         self.emit("readback", name, not wrong, "; ".join(wrong)[:400])
 
     def listed(self, name: str, ident: Any, method: Callable[..., Any], /, *args: Any, key: str = "id",
-               **kwargs: Any) -> None:
+               after: str = "", **kwargs: Any) -> None:
         """A list call, and whether the item written (by its `key`) is in its first page."""
-        value = self.call(name, method, *args, **kwargs)
+        value = self.call(name, method, *args, after=after, **kwargs)
         if value is None:
             self.emit("readback", name, False, f"the list failed: {self.last}")
             return
@@ -92,8 +96,9 @@ class Driver:
         if isinstance(items, Mapping):
             items = items.get("data", [])
         keys = [str(item.get(key)) for item in items if isinstance(item, Mapping)]
+        first = f"after a failed write ({after}): " if after in self.failures else ""
         self.emit("readback", name, str(ident) in keys,
-                  "" if str(ident) in keys else f"{key} {ident!r} not among {len(keys)} listed: {keys[:3]}")
+                  "" if str(ident) in keys else f"{first}{key} {ident!r} not among {len(keys)} listed: {keys[:3]}")
 
     def example(self, name: str, steps: Callable[[], Any]) -> None:
         """The SDK's getting-started example, run whole: it completes or it raises."""

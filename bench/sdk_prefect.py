@@ -57,9 +57,9 @@ def main(url: str) -> None:
         run.call("hello", client.hello)
         run.call("api_healthcheck", healthy, client)
         flow_id = run.call("create_flow_from_name", client.create_flow_from_name, FLOW)
-        run.readback("read_flow", {"name": FLOW}, client.read_flow, flow_id)
-        run.readback("read_flow_by_name", {"name": FLOW}, client.read_flow_by_name, FLOW)
-        run.listed("read_flows", flow_id, client.read_flows)
+        run.readback("read_flow", {"name": FLOW}, client.read_flow, flow_id, after="create_flow_from_name")
+        run.readback("read_flow_by_name", {"name": FLOW}, client.read_flow_by_name, FLOW, after="create_flow_from_name")
+        run.listed("read_flows", flow_id, client.read_flows, after="create_flow_from_name")
 
         @flow(name=FLOW)
         def bench_flow() -> None:
@@ -68,46 +68,49 @@ def main(url: str) -> None:
         flow_run = run.call("create_flow_run", client.create_flow_run, bench_flow, name="bench-run",
                             tags=["bench"])
         run_id = flow_run.id if flow_run else None
-        run.readback("read_flow_run", {"name": "bench-run", "tags": ["bench"]}, client.read_flow_run, run_id)
-        run.listed("read_flow_runs", run_id, client.read_flow_runs)
-        run.call("set_flow_run_state", client.set_flow_run_state, run_id, Running())
+        run.readback("read_flow_run", {"name": "bench-run", "tags": ["bench"]}, client.read_flow_run, run_id,
+                     after="create_flow_run")
+        run.listed("read_flow_runs", run_id, client.read_flow_runs, after="create_flow_run")
+        run.call("set_flow_run_state", client.set_flow_run_state, run_id, Running(), after="create_flow_run")
         run.readback("read_flow_run after set_flow_run_state", {"state_type": "RUNNING"}, client.read_flow_run,
-                     run_id)
-        run.call("read_flow_run_states", client.read_flow_run_states, run_id)
+                     run_id, after="create_flow_run")
+        run.call("read_flow_run_states", client.read_flow_run_states, run_id, after="create_flow_run")
 
         run.call("create_work_pool", client.create_work_pool, WorkPoolCreate(**POOL))
-        run.readback("read_work_pool", POOL, client.read_work_pool, POOL["name"])
-        run.listed("read_work_pools", POOL["name"], client.read_work_pools, key="name")
+        run.readback("read_work_pool", POOL, client.read_work_pool, POOL["name"], after="create_work_pool")
+        run.listed("read_work_pools", POOL["name"], client.read_work_pools, key="name", after="create_work_pool")
         queue = run.call("create_work_queue", client.create_work_queue, "bench-queue",
                          work_pool_name=POOL["name"])
         run.readback("read_work_queue", {"name": "bench-queue"}, client.read_work_queue,
-                     queue.id if queue else None)
+                     queue.id if queue else None, after="create_work_queue")
         deployment_id = run.call("create_deployment", client.create_deployment, flow_id, "bench-deployment",
                                  work_pool_name=POOL["name"], tags=["bench"])
         run.readback("read_deployment", {"name": "bench-deployment", "tags": ["bench"]}, client.read_deployment,
-                     deployment_id)
-        run.listed("read_deployments", deployment_id, client.read_deployments)
+                     deployment_id, after="create_deployment")
+        run.listed("read_deployments", deployment_id, client.read_deployments, after="create_deployment")
 
         run.call("create_variable", client.create_variable, VariableCreate(**VARIABLE))
-        run.readback("read_variable_by_name", VARIABLE, client.read_variable_by_name, VARIABLE["name"])
-        run.listed("read_variables", VARIABLE["name"], client.read_variables, key="name")
+        run.readback("read_variable_by_name", VARIABLE, client.read_variable_by_name, VARIABLE["name"],
+                     after="create_variable")
+        run.listed("read_variables", VARIABLE["name"], client.read_variables, key="name", after="create_variable")
         run.call("create_concurrency_limit", client.create_concurrency_limit, "bench-tag", 3)
         run.readback("read_concurrency_limit_by_tag", {"tag": "bench-tag", "concurrency_limit": 3},
-                     client.read_concurrency_limit_by_tag, "bench-tag")
+                     client.read_concurrency_limit_by_tag, "bench-tag", after="create_concurrency_limit")
         run.call("create_global_concurrency_limit", client.create_global_concurrency_limit,
                  GlobalConcurrencyLimitCreate(**LIMIT))
         run.readback("read_global_concurrency_limit_by_name", LIMIT, client.read_global_concurrency_limit_by_name,
-                     LIMIT["name"])
+                     LIMIT["name"], after="create_global_concurrency_limit")
         run.call("create_artifact", client.create_artifact, ArtifactCreate(**ARTIFACT))
-        run.listed("read_artifacts", ARTIFACT["key"], client.read_artifacts, key="key")
+        run.listed("read_artifacts", ARTIFACT["key"], client.read_artifacts, key="key", after="create_artifact")
         run.call("create_block_type", client.create_block_type, BlockTypeCreate(**BLOCK_TYPE))
-        run.readback("read_block_type_by_slug", BLOCK_TYPE, client.read_block_type_by_slug, BLOCK_TYPE["slug"])
+        run.readback("read_block_type_by_slug", BLOCK_TYPE, client.read_block_type_by_slug, BLOCK_TYPE["slug"],
+                     after="create_block_type")
         log = LogCreate(name="bench", level=20, message="made by bench/sdks.py", timestamp=datetime.now(UTC),
                         flow_run_id=run_id)
         run.call("create_logs", client.create_logs, [log])
-        run.listed("read_logs", "made by bench/sdks.py", client.read_logs, key="message")
-        run.call("delete_variable_by_name", client.delete_variable_by_name, VARIABLE["name"])
-        run.call("delete_flow_run", client.delete_flow_run, run_id)
+        run.listed("read_logs", "made by bench/sdks.py", client.read_logs, key="message", after="create_logs")
+        run.call("delete_variable_by_name", client.delete_variable_by_name, VARIABLE["name"], after="create_variable")
+        run.call("delete_flow_run", client.delete_flow_run, run_id, after="create_flow_run")
     run.example("Prefect's quickstart: hello_world() ends COMPLETED", getting_started)
 
 

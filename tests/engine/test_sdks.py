@@ -35,6 +35,7 @@ def test_the_table_counts_calls_read_backs_and_the_example_and_classes_each_fail
     run.listed("projects.list", "p1", lambda: {"data": [{"id": "p2"}], "hasMore": False})
     run.readback("runs.get", {"flowId": "f"}, fail, "HTTP 404 no such run")
     run.call("teams.create", fail, "HTTP 500 (answer: mock-contract-violation: 'isDefault' is a required property)")
+    run.listed("teams.list", "t1", lambda: [], after="teams.create")
     run.example("getting started", lambda: fail("InvalidVersion: 'build'"))
     printed = capsys.readouterr().out
     outcomes = [sdks.Outcome("kindgi", "mock --stateful", sdks.parse_records(printed)),
@@ -42,10 +43,10 @@ def test_the_table_counts_calls_read_backs_and_the_example_and_classes_each_fail
 
     lines = sdks.table(outcomes).splitlines()
 
-    assert lines[2] == "| kindgi | mock --stateful | 3/5 (60 %) | 0/3 (0 %) | no |"
+    assert lines[2] == "| kindgi | mock --stateful | 4/6 (66 %) | 0/4 (0 %) | no |"
     assert lines[3] == "| prefect | real server | not run: prefect server start did not start: port in use | - | - |"
-    assert ("kindgi against mock --stateful: 6 failure(s) (1 stored items 2, 2 collections 3, 4 generated values 1)"
-            in lines)
+    assert ("kindgi against mock --stateful: 7 failure(s) (1 stored items 2, 2 collections 3, 4 generated values 1, "
+            "after a failed write 1)" in lines)
     failures = [line.strip() for line in lines[6:]]
     assert failures == [
         "readback projects.get: [1 stored items] slug: wrote 'p', read 'q'",
@@ -54,6 +55,8 @@ def test_the_table_counts_calls_read_backs_and_the_example_and_classes_each_fail
         "readback runs.get: [2 collections] the read failed: ApiError: HTTP 404 no such run",
         "call     teams.create: [1 stored items] ApiError: HTTP 500 (answer: mock-contract-violation: "
         "'isDefault' is a required property)",
+        "readback teams.list: [after a failed write] after a failed write (teams.create): id 't1' not among 0 listed: "
+        "[]",
         "example  getting started: [4 generated values] ApiError: InvalidVersion: 'build'",
     ]
 

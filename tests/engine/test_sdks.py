@@ -45,11 +45,11 @@ def test_the_table_counts_calls_read_backs_and_the_example_and_classes_each_fail
 
     assert lines[2] == "| kindgi | mock --stateful | 4/6 (66 %) | 0/4 (0 %) | no |"
     assert lines[3] == "| prefect | real server | not run: prefect server start did not start: port in use | - | - |"
-    assert ("kindgi against mock --stateful: 7 failure(s) (1 stored items 2, 2 collections 3, 4 generated values 1, "
+    assert ("kindgi against mock --stateful: 7 failure(s) (1 stored items 1, 2 collections 4, 4 generated values 1, "
             "after a failed write 1)" in lines)
     failures = [line.strip() for line in lines[6:]]
     assert failures == [
-        "readback projects.get: [1 stored items] slug: wrote 'p', read 'q'",
+        "readback projects.get: [2 collections] slug: wrote 'p', read 'q'",
         "readback projects.list: [2 collections] id 'p1' not among 1 listed: ['p2']",
         "call     runs.get: [2 collections] ApiError: HTTP 404 no such run",
         "readback runs.get: [2 collections] the read failed: ApiError: HTTP 404 no such run",

@@ -30,6 +30,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 KINDGI_CLI = "kindgi-cli"
 KINDGI_MEMBER = "kindgi_cli/_cli/node_modules/@kindgi/api/openapi.json"
+DRIVER_TIMEOUT_S = 900.0  # an SDK's calls, each answered in well under a second when the target works
 START_TIMEOUT_S = 120.0  # a 2 MB description, or Prefect's first database migration, on 2 busy cores
 
 # the issue's defect classes (issue 31, "What to build"), by a phrase of the failure's reason; the first match wins
@@ -46,8 +47,8 @@ DEFECT_CLASSES = [
 ]
 
 
-class FetchError(Exception):
-    """A download or install that did not work: what, from where, and pip's own last words."""
+class BenchError(Exception):
+    """A download, an install or a server start that did not work: what, from where, and its own last words."""
 
 
 @dataclass
@@ -120,7 +121,7 @@ def pip(python: str, *args: str, index_url: str | None, what: str) -> None:
         where = index_url or os.environ.get("PIP_INDEX_URL") or "pip's configured index"
         said = [line.removeprefix("ERROR: ").strip() for line in done.stderr.splitlines()
                 if line.strip() and "is ignored" not in line]
-        raise FetchError(f"could not {what} with pip from {where} (no network, or not there): "
+        raise BenchError(f"could not {what} with pip from {where} (no network, or not there): "
                          + (said[-1] if said else f"pip exited {done.returncode}"))
 
 
@@ -138,7 +139,7 @@ def fetch_kindgi(index_url: str | None = None) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as archive:
             if KINDGI_MEMBER not in archive.namelist():
-                raise FetchError(f"{wheel.name} holds no {KINDGI_MEMBER}: the wheel's layout changed")
+                raise BenchError(f"{wheel.name} holds no {KINDGI_MEMBER}: the wheel's layout changed")
             target.write_bytes(archive.read(KINDGI_MEMBER))
     return target
 
@@ -182,7 +183,7 @@ def started(command: list[str], port: int, env: dict[str, str] | None = None) ->
                 if proc.poll() is not None or time.monotonic() > deadline:
                     log.seek(0)
                     said = log.read().decode(errors="replace").strip().splitlines()
-                    raise FetchError(f"{' '.join(command[:4])} did not start: "
+                    raise BenchError(f"{' '.join(command[:4])} did not start: "
                                      + (said[-1] if said else "no output")) from None
                 time.sleep(0.2)
         yield
@@ -202,8 +203,11 @@ def mock(spec: Path, port: int) -> list[str]:
 
 def drive(sdk: str, target: str, python: str, url: str, env: dict[str, str] | None = None) -> Outcome:
     """The SDK's driver against one URL, in the SDK's venv."""
-    done = subprocess.run([python, str(BENCH / f"sdk_{sdk}.py"), url], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=900)
+    try:
+        done = subprocess.run([python, str(BENCH / f"sdk_{sdk}.py"), url], capture_output=True, text=True,
+                              env={**os.environ, **(env or {})}, timeout=DRIVER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Outcome(sdk, target, error=f"the driver took over {DRIVER_TIMEOUT_S:.0f} s")
     records = parse_records(done.stdout)
     if done.returncode:
         said = done.stderr.strip().splitlines()
@@ -250,6 +254,14 @@ def prefect(index_url: str | None) -> list[Outcome]:
 SDKS = {"kindgi": kindgi, "prefect": prefect}
 
 
+def run_sdk(sdk: str, index_url: str | None) -> list[Outcome]:
+    """One SDK's outcomes; one that cannot be set up is a row that says why, and the other SDKs still run."""
+    try:
+        return SDKS[sdk](index_url)
+    except BenchError as error:
+        return [Outcome(sdk, "-", error=str(error))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sdk", nargs="*", help=f"the SDKs to run: {', '.join(SDKS)} (default: all)")
@@ -261,17 +273,17 @@ def main() -> int:
     unknown = sorted(set(args.sdk) - set(SDKS))
     if unknown:
         parser.error(f"no SDK named {', '.join(unknown)}: there are {', '.join(SDKS)}")
-    try:
-        if args.fetch_only:
+    if args.fetch_only:
+        try:
             print(fetch_kindgi(args.index_url))
-            return 0
-        outcomes = [outcome for _ in range(args.runs) for sdk in args.sdk or SDKS
-                    for outcome in SDKS[sdk](args.index_url)]
-    except FetchError as error:
-        print(f"sdks: {error}", file=sys.stderr)
-        return 2
+        except BenchError as error:
+            print(f"sdks: {error}", file=sys.stderr)
+            return 2
+        return 0
+    outcomes = [outcome for _ in range(args.runs) for sdk in args.sdk or SDKS
+                for outcome in run_sdk(sdk, args.index_url)]
     print(table(outcomes))
-    return 0
+    return 1 if any(outcome.error for outcome in outcomes) else 0
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ FLOW = {"id": "bench.ingest", "version": "1.0.0", "name": "Ingest", "nodes": [{"
         "edges": []}
 SUITE = {"id": "bench.accuracy", "version": "1.0.0", "kind": "accuracy", "description": "Accuracy",
          "spec": {"cases": []}}
-STAND_IN = "00000000-0000-4000-8000-000000000000"  # the id read when a create failed: `bench/sdks.py` knows it
 TEAM = {"name": "Bench team", "slug": "bench-team"}
+STAND_IN = "00000000-0000-4000-8000-000000000000"  # the id the calls after a failed create use (`after=` says so)
 
 
 def getting_started(client: Kindgi, project_id: str) -> bool:

@@ -10,7 +10,8 @@ PORT ?= 4010
 ARGS ?=
 KINDGI := --spec spec/kindgi.yaml --fixtures fixtures
 
-.PHONY: install install-test browser redis airflow run test lint validate contract soak bench clean
+.PHONY: install install-test browser redis airflow run run-kindgi-official test lint validate contract soak bench bench-sdks \
+	clean
 
 install: $(STAMP)
 
@@ -28,6 +29,12 @@ $(TEST_STAMP): $(STAMP)
 
 run: install
 	$(BIN)/mockserver serve $(KINDGI) --host $(HOST) --port $(PORT) $(ARGS)
+
+# Kindgi's official description (issue 31): `@kindgi/api/openapi.json` from the published kindgi-cli wheel, fetched
+# with pip into ~/.cache/mockserver/kindgi/ (never the checkout), served with --stateful and no fixtures
+run-kindgi-official: install
+	@spec=$$($(BIN)/python bench/sdks.py --fetch-only) && \
+		$(BIN)/mockserver serve --spec "$$spec" --stateful --host $(HOST) --port $(PORT) $(ARGS)
 
 # the dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser here)
 browser:
@@ -70,6 +77,12 @@ soak: install-test
 bench: install-test
 	$(BIN)/python -c "import gunicorn" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/run.py
+
+# real SDKs against the mock (issue 31): the official `kindgi` SDK against `run-kindgi-official`'s mock, Prefect's
+# client against its real server and against the mock of its description; each SDK in its own venv under
+# ~/.cache/mockserver/sdks/ (downloads; a few minutes). `make bench-sdks SDKS_ARGS='kindgi --runs 2'`
+bench-sdks: install
+	$(BIN)/python bench/sdks.py $(SDKS_ARGS)
 
 # the published corpus (issues 8, 17, 19), mocked with no fixtures and checked by `mockserver contract` itself in a
 # positive and a negative mode (docs/COMPATIBILITY.md); writes bench/results/corpus.json. Skipped (exit 0) when

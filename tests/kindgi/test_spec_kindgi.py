@@ -392,3 +392,45 @@ def test_error_schema(spec):
     assert set(inner["required"]) == {"code", "message", "requestId"}
     assert inner["properties"]["details"]["type"] == "object"
     assert inner["properties"]["details"].get("additionalProperties", True) is not False
+
+
+EVAL_SUITE_CASES = ("/v1/eval-suites/{suiteId}/versions/{version}/cases", "get")
+# every object of a page of eval suite cases, which the official description closes (`additionalProperties: false`)
+CLOSED = ["", "/data/0", "/data/0/subject", "/data/0/context", "/data/0/context/sessionApproval",
+          "/data/0/context/flow", "/data/0/context/flow/calls/0", "/data/0/context/flow/steps/0", "/data/0/items/0",
+          "/data/0/items/0/restricted", "/data/0/items/0/reasons/0"]
+
+
+def test_eval_suite_cases_are_as_closed_and_bounded_as_the_official_description(spec, registry):
+    """Kindgi's published description (in the `kindgi-cli` wheel) closes every object of this page and bounds its
+    counts, and the reference page agrees (it shows "additional properties" only on `toolEnv` and `details`): a
+    page the real API could not send is not one the mock serves either."""
+    page = Draft202012Validator({"$ref": f"{DOC_URI}#/components/schemas/EvalSuiteCasePage"}, registry=registry)
+    media = spec["paths"][EVAL_SUITE_CASES[0]][EVAL_SUITE_CASES[1]]["responses"]["200"]["content"]
+    example = first_example_value(spec, media["application/json"])
+    example["data"][0]["context"]["flow"] = {"calls": [{"runId": "run_1", "toolId": "acme.lookup"}],
+                                             "steps": [{"runId": "run_2", "agentId": "a", "agentVersion": "1.0.0"}]}
+    assert page.is_valid(example)
+
+    def changed(where: str, key: str, value) -> dict:
+        copy = yaml.safe_load(yaml.safe_dump(example))
+        node = copy
+        for part in where.strip("/").split("/") if where else []:
+            node = node[int(part) if part.isdigit() else part]
+        node[key] = value
+        return copy
+
+    for where in CLOSED:
+        assert not page.is_valid(changed(where, "unknown", 1)), f"{where or '/'} takes an unknown field"
+    for field in ("rank", "yes", "no"):
+        assert not page.is_valid(changed("/data/0/items/0", field, -1)), f"{field} takes -1"
+    assert not page.is_valid(changed("/data/1", "erased", False))
+    # still open, as on the page: the env values by tool, and what a run's input and output hold
+    assert page.is_valid(changed("/data/0/context/toolEnv", "acme.other", {"REGION": "eu"}))
+    assert page.is_valid(changed("/data/0/input", "anything", {"at": ["all"]}))
+
+    envelope = Draft202012Validator({"$ref": f"{DOC_URI}#/components/schemas/Error"}, registry=registry)
+    error = {"error": {"code": "bad-input", "message": "m", "requestId": "r", "details": {"any": 1}}}
+    assert envelope.is_valid(error)
+    assert not envelope.is_valid({**error, "unknown": 1})
+    assert not envelope.is_valid({"error": {**error["error"], "unknown": 1}})

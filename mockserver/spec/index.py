@@ -460,16 +460,27 @@ class SpecIndex:
             if "/" not in name:
                 self._warn(media_uri, f"{name!r} in `content` is not a media type; it is left out", "ignored")
                 continue
-            examples: dict[str, Any] = {}
-            if "example" in node:
-                examples["example"] = node["example"]
-            for ex_name, ex, _ in self._entries(node.get("examples"), pointer_uri(media_uri, "examples"),
-                                                "`examples`"):
-                if "value" in ex:
-                    examples[ex_name] = ex["value"]
+            examples = self._examples(node, media_uri)
             schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
             result[name] = MediaType(name, schema, examples)
         return result
+
+    def _examples(self, node: dict[str, Any], uri: str) -> dict[str, Any]:
+        """A media type's examples by name: `example`, then the Example objects of `examples`; an `examples`
+        written as a schema's (a list of values, JSON Schema's form in 3.1) is read as values named by their
+        position (`Prefer: example=0`), with a warning, as a user who wrote them means them to answer."""
+        examples: dict[str, Any] = {}
+        if "example" in node:
+            examples["example"] = node["example"]
+        listed = node.get("examples")
+        if isinstance(listed, list):
+            self._warn(pointer_uri(uri, "examples"), "`examples` of a media type is a mapping of Example objects; "
+                       "this list is read as examples named by their position (0, 1, …)", "examples")
+            return examples | {str(index): value for index, value in enumerate(listed)}
+        for name, example, _ in self._entries(listed, pointer_uri(uri, "examples"), "`examples`"):
+            if "value" in example:
+                examples[name] = example["value"]
+        return examples
 
     def _request_body(self, raw: Any, uri: str) -> RequestBody | None:
         if raw is None:

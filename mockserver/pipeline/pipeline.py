@@ -321,7 +321,7 @@ class Pipeline:
     def _answer(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                 effect: Effect | None) -> Answer:
         """The answer, and for an XML media type its body written as XML along the response's schema (the
-        payload stays the value the response check reads)."""
+        payload stays the value the response check reads; a text is written as is only when it is XML)."""
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
             declared = op.response(effect.status)
@@ -332,7 +332,7 @@ class Pipeline:
             decision = self.answers.decide(op, ctx, prefer, request.header("accept"))
             key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
             answer = self.answers.build(op, ctx, decision, key)
-        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
+        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, bytes):
             return answer
         response = op.response(answer.status)
         media = response.content.get(answer.media_type or "") if response else None

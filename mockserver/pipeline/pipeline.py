@@ -375,10 +375,10 @@ def serialize(payload: Any, media_type: str | None) -> bytes:
         return b"null" if is_json(media_type) else b""  # JSON's null is a body; no content is not
     if isinstance(payload, bytes):
         return payload
+    if is_xml(media_type):  # a text too: XML only when it is XML already
+        return _PLAIN_XML.write(payload, None, "")
     if media_type and not is_json(media_type) and isinstance(payload, str):
         return payload.encode()
-    if is_xml(media_type):
-        return _PLAIN_XML.write(payload, None, "")
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -58,6 +58,8 @@ def test_xml_of_any_value_stays_well_formed(xml_mock: FlaskClient) -> None:
     assert [e.tag for e in order.find("extra")] == ["_", "x_y", "x_y"]
     note = xml_of(xml_mock, "/notes", "text/xml")
     assert note.text == "<b>bold</b> & more"
+    down = xml_mock.get("/notes", headers={"Accept": "application/xml", "Prefer": "code=503"})
+    assert down.status_code == 503 and ET.fromstring(down.data).text == "down & out"
 
 
 def test_declared_properties_are_filled_at_every_depth() -> None:

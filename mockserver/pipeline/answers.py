@@ -524,7 +524,8 @@ class Answers:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
             for attempt in range(GENERATION_ATTEMPTS):
-                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static)
+                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static,
+                                     _named(op.path))
                 if fits(payload):
                     break
             if request is not None:
@@ -540,9 +541,10 @@ class Answers:
         return Answer(status, payload, media.name, "generated", key=identity,
                       prechecked=bool(valid) and valid[0] is payload)
 
-    def _made(self, node: Any, uri: str, key: str, static: bool) -> Any:
-        """A value generated for a schema, without its `writeOnly` properties."""
-        return self.write_only.cut(self.generator.generate(node, uri, self.rng(key), static=static), node, uri)[0]
+    def _made(self, node: Any, uri: str, key: str, static: bool, name: str | None = None) -> Any:
+        """A value generated for a schema, without its `writeOnly` properties; `name`: what the answer is called."""
+        value = self.generator.generate(node, uri, self.rng(key), static=static, name=name)
+        return self.write_only.cut(value, node, uri)[0]
 
     def remember(self, answer: Answer) -> None:
         """Cache a generated answer that passed the response check, serialised; once."""
@@ -555,6 +557,13 @@ class Answers:
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""
         return random.Random(zlib.crc32(f"{self.seed}|{key}".encode()))
+
+
+def _named(path: str) -> str | None:
+    """What an operation's answer is called: its path's last word (`GET /api/version` answers a version), None
+    when that is a parameter."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return None if "{" in last else last
 
 
 def _tokens(pointer: str) -> list[str]:

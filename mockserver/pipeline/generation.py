@@ -60,6 +60,9 @@ _PATTERN_TRIES = 40
 _UNIQUE_TRIES = 30
 _NUMBER_TRIES = 20
 _KEY_TRIES = 5
+# Levels a static answer nests a schema inside itself through an optional property (`children: {items: {$ref:
+# Node}}`): the tree shows its shape, and stops before the depth limit would make it wide.
+_RECURSIVE_LEVELS = 3
 # Repeat caps used when sampling regexes (see _Xeger): start short, double every few attempts.
 _SHORT_REPEAT = 5
 _LONG_REPEAT = 100  # rstr's own limit for `*` and `+`
@@ -122,6 +125,8 @@ _NAME_HINTS: dict[str, Callable[[Faker], str]] = {
     "company": lambda f: f.company(),
     "filename": lambda f: f.file_name(),
     "currency": lambda f: f.currency_code(),
+    # a version a client parses (`packaging.version`, semver), never a word
+    "version": lambda f: f.numerify("%.#.#"),
 }
 
 _NUMBER_FORMAT_RANGES: dict[str, tuple[float, float]] = {
@@ -249,6 +254,7 @@ class _Facets:
     required: list[str] = field(default_factory=list)
     pattern_props: list[tuple[str, _Loc]] = field(default_factory=list)
     additional: list[_Loc] | None = None
+    names: list[_Loc] = field(default_factory=list)  # `propertyNames`: what every key must be
     min_props: int = 0
     max_props: int | None = None
 
@@ -439,6 +445,8 @@ def _merge_object(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
         f.pattern_props.append((regex, loc.child(sub, f"patternProperties/{_pointer_token(regex)}")))
     if "additionalProperties" in s:
         f.additional = (f.additional or []) + [loc.child(s["additionalProperties"], "additionalProperties")]
+    if "propertyNames" in s:
+        f.names.append(loc.child(s["propertyNames"], "propertyNames"))
     if "minProperties" in s:
         f.min_props = max(f.min_props, s["minProperties"])
     if "maxProperties" in s:
@@ -477,12 +485,14 @@ class SchemaGenerator:
             self._made = Faker(self._locale, use_weighting=False)
         return self._made
 
-    def generate(self, schema: Any, base_uri: str, rng: random.Random, *, static: bool = False) -> Any:
-        """Deterministic for the same schema and rng state; `static` as the module says."""
+    def generate(self, schema: Any, base_uri: str, rng: random.Random, *, static: bool = False,
+                 name: str | None = None) -> Any:
+        """Deterministic for the same schema and rng state; `static` as the module says; `name` is what the
+        value is called (a plain string answered by `GET /version` is a version), as a property's name is."""
         with self._lock:
             self._faker.seed_instance(rng.getrandbits(64))
             run = _Run(rng, _Xeger(rng), static)
-            return self._gen([_Loc(schema, base_uri, (), "#")], run, 0, None)
+            return self._gen([_Loc(schema, base_uri, (), "#")], run, 0, name)
 
     # -- conjunctions and choices ------------------------------------------------
 
@@ -924,10 +934,16 @@ class SchemaGenerator:
         count = lo if run.static else run.rng.randint(lo, hi)
         result: list[Any] = []
         seen: set[str] = set()
+        static = run.static
         for i in range(count):
             parts = f.prefix[i] if i < n_prefix else f.items
-            for _ in range(_UNIQUE_TRIES if f.unique else 1):
-                value = self._gen(parts, run, depth + 1, None)
+            for attempt in range(_UNIQUE_TRIES if f.unique else 1):
+                # a static item is its example, the same each time: once taken, unique items are made varied
+                run.static = static and attempt == 0
+                try:
+                    value = self._gen(parts, run, depth + 1, None)
+                finally:
+                    run.static = static
                 if not f.unique or _canonical(value) not in seen:
                     break
             else:
@@ -942,21 +958,26 @@ class SchemaGenerator:
         minimal = depth > self._max_depth
         names = list(f.required)
         optional = [n for n in f.props if n not in names and all(loc.schema is not False for loc in f.props[n])]
-        if not minimal and run.static:
+        if minimal:  # past the depth limit, the declared properties that end there still fill the object
+            optional = [n for n in optional if self._leaf(self._key_parts(n, f), depth + 1)]
+        if run.static:
             names += [n for n in optional if run.made < _STATIC_BUDGET
                       and not any(self._circular(loc) for loc in f.props[n])]
-        elif not minimal:
+        else:
             names += [n for n in optional if run.rng.random() < _OPTIONAL_P]
-        # Sources of undeclared keys: each patternProperties regex, and words if additionalProperties allows.
-        pattern_makers: list[Callable[[], str]] = [
+        # Sources of undeclared keys: each patternProperties regex, and if additionalProperties allows, words (or
+        # values of `propertyNames`, which every key must fit).
+        pattern_makers: list[Callable[[], Any]] = [
             partial(_sample, run, regex, _SHORT_REPEAT, f.where) for regex, _ in f.pattern_props]
-        word_makers: list[Callable[[], str]] = (
-            [] if any(loc.schema is False for loc in f.additional or []) else [self._faker.word])
+        word_makers: list[Callable[[], Any]] = (
+            [] if any(loc.schema is False for loc in f.additional or [])
+            else [partial(self._gen, f.names, run, depth + 1, None)] if f.names else [self._faker.word])
 
-        def add_key(make: Callable[[], str]) -> None:
+        def add_key(make: Callable[[], Any]) -> None:
             for _ in range(_KEY_TRIES):
                 key = make()
-                if key not in names and key not in f.props:
+                if (isinstance(key, str) and key not in names and key not in f.props
+                        and (not f.names or self._valid(key, f.names))):
                     names.append(key)
                     return
 
@@ -981,20 +1002,36 @@ class SchemaGenerator:
         return {n: self._gen(self._key_parts(n, f), run, depth + 1, n) for n in names}
 
     def _circular(self, loc: _Loc) -> bool:
-        """Whether an optional property leads straight back to a schema this value is already inside (`parent:
-        {$ref: Node}`, `children: {items: {$ref: Node}}`): a static answer leaves it out, as Prism does, rather
-        than nest it to the depth limit."""
+        """Whether an optional property leads straight back to a schema this value is already inside
+        `_RECURSIVE_LEVELS` times (`parent: {$ref: Node}`, `children: {items: {$ref: Node}}`): a static answer
+        nests a tree that deep, to show its shape, and leaves the property out below, rather than nest it to the
+        depth limit."""
         schema = loc.schema
         if not isinstance(schema, dict):
             return False
         candidates = [schema, schema.get("items")] + [b for k in ("anyOf", "oneOf") for b in schema.get(k) or []]
-        inside = {key for key, _ in loc.refs}
+        inside = [key for key, _ in loc.refs]
         for node in candidates:
             if isinstance(node, dict) and isinstance(node.get("$ref"), str):
                 target, base = self._resolve(node["$ref"], loc.base)
-                if (id(target), base) in inside:
+                if inside.count((id(target), base)) >= _RECURSIVE_LEVELS:
                     return True
         return False
+
+    def _leaf(self, parts: list[_Loc], depth: int) -> bool:
+        """Whether a value ends where it is (a text, a number, a boolean: no object or array, nor a choice that
+        may be one), so the depth limit need not leave it out."""
+        try:
+            flat, choices = self._expanded(parts, depth)
+        except GenerationError:
+            return False
+        f = self._facets(flat)
+        if choices:
+            return False
+        if f.enum is not None:
+            return not any(isinstance(value, dict | list) for value in f.enum)
+        kinds = f.types if f.types is not None else f.inferred
+        return not {"object", "array"} & kinds if kinds else f.types is None
 
     @staticmethod
     def _key_parts(name: str, f: _Facets) -> list[_Loc]:

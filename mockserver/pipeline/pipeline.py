@@ -353,7 +353,7 @@ class Pipeline:
     def _answer(self, op: Operation, ctx: Context, prefer: Prefer, request: MockRequest,
                 effect: Effect | None) -> Answer:
         """The answer, and for an XML media type its body written as XML along the response's schema (the
-        payload stays the value the response check reads)."""
+        payload stays the value the response check reads; a text is written as is only when it is XML)."""
         self.answers.check_rules(op, ctx)
         if effect is not None and effect.status is not None:
             declared = op.response(effect.status)
@@ -364,7 +364,7 @@ class Pipeline:
             decision = self.answers.decide(op, ctx, prefer, request.header("accept"))
             key = f"{request.method} {request.path}?{request.query_string}|{zlib.crc32(request.body)}"
             answer = self.answers.build(op, ctx, decision, key)
-        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, (str, bytes)):
+        if not is_xml(answer.media_type) or answer.payload is None or isinstance(answer.payload, bytes):
             return answer
         response = op.response(answer.status)
         media = response.content.get(answer.media_type or "") if response else None
@@ -412,10 +412,10 @@ def serialize(payload: Any, media_type: str | None) -> bytes:
         return b"null" if is_json(media_type) else b""  # JSON's null is a body; no content is not
     if isinstance(payload, bytes):
         return payload
+    if is_xml(media_type):  # a text too: XML only when it is XML already
+        return _PLAIN_XML.write(payload, None, "")
     if media_type and not is_json(media_type) and isinstance(payload, str):
         return payload.encode()
-    if is_xml(media_type):
-        return _PLAIN_XML.write(payload, None, "")
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -359,15 +359,20 @@ class SpecIndex:
                     node, op_uri = self.docs.deref(item[method], pointer_uri(item_uri, method))
                     self._index_operation(template, method, node, op_uri, shared, global_security, item_uri)
 
-    def _is_status(self, key: str, op_uri: str) -> bool:
-        """A response key: a status (`200`), a range (`4XX`) or `default`; an extension (`x-…`) is skipped
-        silently, anything else with a warning."""
+    def _status(self, key: str, op_uri: str) -> str | None:
+        """A response key as served: a status (`200`), a range (`4XX`; `4xx` read as `4XX`, with a warning, as
+        its writer means it) or `default`; None for an extension (`x-…`, silently) and anything else (with a
+        warning)."""
         if _STATUS_KEY.match(key) or key == "default":
-            return True
+            return key
+        if _STATUS_KEY.match(key.upper()):
+            self._warn(pointer_uri(op_uri, "responses", key), f"the range {key!r} is written {key.upper()!r} "
+                       "in OpenAPI; it is read as that", "range")
+            return key.upper()
         if not key.startswith("x-"):
             self._warn(pointer_uri(op_uri, "responses", key), f"{key!r} is not a status, a range (4XX) or "
                        "`default`; it is left out", "ignored")
-        return False
+        return None
 
     def _security(self, node: Any, uri: str) -> list[dict[str, list[str]]]:
         """Security requirements: a list of mappings from scheme names to scopes; one of another shape is left
@@ -397,7 +402,7 @@ class SpecIndex:
             return
         responses = node.get("responses")
         if isinstance(responses, dict):
-            responses = {str(k): v for k, v in responses.items() if self._is_status(str(k), uri)}
+            responses = {status: (str(k), v) for k, v in responses.items() if (status := self._status(str(k), uri))}
         if not isinstance(responses, dict) or not responses:
             self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses",
                           "responses")
@@ -420,8 +425,8 @@ class SpecIndex:
             query_match=dict(parse_qsl(query, keep_blank_values=True)),
             parameters=list(parameters.values()),
             request_body=self._request_body(node.get("requestBody"), pointer_uri(uri, "requestBody")),
-            responses={status: self._response(status, raw, pointer_uri(uri, "responses", status))
-                       for status, raw in responses.items()},
+            responses={status: self._response(status, raw, pointer_uri(uri, "responses", key))
+                       for status, (key, raw) in responses.items()},
             security=self._security(node.get("security", global_security), pointer_uri(uri, "security")),
             uri=uri,
             deprecated=bool(node.get("deprecated")),
@@ -460,16 +465,27 @@ class SpecIndex:
             if "/" not in name:
                 self._warn(media_uri, f"{name!r} in `content` is not a media type; it is left out", "ignored")
                 continue
-            examples: dict[str, Any] = {}
-            if "example" in node:
-                examples["example"] = node["example"]
-            for ex_name, ex, _ in self._entries(node.get("examples"), pointer_uri(media_uri, "examples"),
-                                                "`examples`"):
-                if "value" in ex:
-                    examples[ex_name] = ex["value"]
+            examples = self._examples(node, media_uri)
             schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
             result[name] = MediaType(name, schema, examples)
         return result
+
+    def _examples(self, node: dict[str, Any], uri: str) -> dict[str, Any]:
+        """A media type's examples by name: `example`, then the Example objects of `examples`; an `examples`
+        written as a schema's (a list of values, JSON Schema's form in 3.1) is read as values named by their
+        position (`Prefer: example=0`), with a warning, as a user who wrote them means them to answer."""
+        examples: dict[str, Any] = {}
+        if "example" in node:
+            examples["example"] = node["example"]
+        listed = node.get("examples")
+        if isinstance(listed, list):
+            self._warn(pointer_uri(uri, "examples"), "`examples` of a media type is a mapping of Example objects; "
+                       "this list is read as examples named by their position (0, 1, …)", "examples")
+            return examples | {str(index): value for index, value in enumerate(listed)}
+        for name, example, _ in self._entries(listed, pointer_uri(uri, "examples"), "`examples`"):
+            if "value" in example:
+                examples[name] = example["value"]
+        return examples
 
     def _request_body(self, raw: Any, uri: str) -> RequestBody | None:
         if raw is None:

@@ -422,7 +422,7 @@ def test_static_values_are_the_schema_s_examples_first() -> None:
         assert value["hive"] >= 1 and isinstance(value["nick"], str)  # optional: present; nullable: not null
 
 
-def test_static_values_leave_out_optional_recursion_and_keep_arrays_short() -> None:
+def test_static_values_nest_optional_recursion_three_levels_and_keep_arrays_short() -> None:
     tree = {"type": "object", "required": ["name"],
             "properties": {"name": {"type": "string"}, "parent": ref("Node"),
                            "kids": {"type": "array", "items": ref("Node")},
@@ -430,9 +430,18 @@ def test_static_values_leave_out_optional_recursion_and_keep_arrays_short() -> N
     doc = document(tree)
     doc["components"]["schemas"]["Node"] = tree
     gen = SchemaGenerator(resolver(doc))
+
+    def check(node: dict[str, Any], level: int) -> None:
+        inner = level < 3  # the tree shows its shape, three levels deep, then stops
+        assert set(node) == ({"name", "tags", "parent", "kids"} if inner else {"name", "tags"})
+        assert len(node["tags"]) == 2
+        if inner:
+            assert len(node["kids"]) == 1
+            check(node["parent"], level + 1)
+            check(node["kids"][0], level + 1)
+
     for seed in range(5):
-        value = gen.generate(ref("Node"), BASE, random.Random(seed), static=True)
-        assert set(value) == {"name", "tags"} and len(value["tags"]) == 2
+        check(gen.generate(ref("Node"), BASE, random.Random(seed), static=True), 1)
 
 
 def test_a_wide_deep_static_value_stays_bounded() -> None:

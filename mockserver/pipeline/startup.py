@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import MockError, Problem
 from ..fixtures.loading import FixtureSet
-from ..spec.index import Header, Operation, SpecIndex
+from ..spec.index import Header, MediaType, Operation, SpecIndex
 from ..spec.schemas import instance_pointer, iter_errors
 from .answers import pick_media_type
 from .envelope import statuses_under
@@ -70,7 +70,8 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                          answers: Answers) -> list[Problem]:
     """The envelope, filled, must fit every error response the description declares. An envelope declared in the
     fixtures that does not fit is a problem; the default (RFC 7807) that does not fit an API's own error schema
-    gives way to that response's example, or a body generated from its schema, made here once."""
+    gives way to that response's example, or a body generated from its schema, made here once. A response with
+    no schema whose example is no object (`example: unauthorized`) is that API's error body as it is."""
     problems = []
     declared = "errors" in fixtures.settings
     for op in spec.operations.values():
@@ -84,6 +85,8 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                 error = next(iter_errors(media.schema.validator, sample), None)
                 if error is not None:
                     break
+            if media is not None and media.schema is None and not declared:
+                _use_plain_example(op, key, media, errors)
             if media is None or media.schema is None or error is None:
                 continue
             if declared:
@@ -98,6 +101,14 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                 body = answers.generator.generate(media.schema.node, media.schema.uri, rng, static=True)
             errors.use_description(op, key, media.name, body, media.schema.validator.is_valid, example=example)
     return problems
+
+
+def _use_plain_example(op: Operation, key: str, media: MediaType, errors: ErrorRenderer) -> None:
+    """An error response declared by an example alone that is no object (a string, a number, a list) cannot
+    hold the envelope's fields: its example is the API's answer (any body fits where there is no schema)."""
+    example = next(iter(media.examples.values()), None)
+    if example is not None and not isinstance(example, dict):
+        errors.use_description(op, key, media.name, example, lambda _: True, example=True)
 
 
 def load_scenarios(fixtures: FixtureSet, scenarios: Scenarios) -> list[Problem]:

@@ -10,6 +10,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
+from urllib.parse import unquote_plus
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
@@ -28,6 +29,8 @@ _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 # nobody chose a value: a request that leaves the optional parameter out)
 _SKIPPED_HEADERS = {"content-type", "authorization"}
 _SEEN_SIZE = 4096
+_RESERVED = re.compile(r"[:/?#\[\]@!$&'()*+,;=]")  # RFC 3986's reserved characters
+_RESERVED_IN_FORM = re.compile(r"[:/?#\[\]@!$'()*,;=]")  # in a urlencoded value: `+` is a space, `&` ends it
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
 
@@ -196,6 +199,8 @@ class RequestValidator:
                                                                              request)
                 if raw is not None and location == "header" and key == "accept" and raw[-1].strip() == "*/*":
                     raw = None
+                if raw == [""] and location == "path":
+                    raw = None  # an empty segment (`/pets//toys`): the router found the route, the value is missing
                 if raw is None:
                     if param.spec.required:
                         violations.append(Violation(param.spec.name, location, "", "required",
@@ -209,6 +214,9 @@ class RequestValidator:
         body_violations: list[Violation] = []
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
+        elif request.body and request.header("content-type"):
+            raise MockError(415, f"this operation takes no request body; {_media(request)!r} was sent",
+                            details={"contentType": _media(request), "accepted": []})
         if violations or body_violations:
             raise bad_input(violations + body_violations, self.invalid_status)
         return result
@@ -294,7 +302,7 @@ class RequestValidator:
     def _body(self, request: MockRequest, violations: list[Violation]) -> Any:
         body = self.op.request_body
         assert body is not None
-        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+        content_type = _media(request)
         # an empty form is an object without fields (what `{}` is in application/x-www-form-urlencoded), not no body
         empty_form = content_type == "application/x-www-form-urlencoded" and content_type in body.content
         if not request.body and not empty_form:
@@ -321,6 +329,8 @@ class RequestValidator:
                 return None
             readings = self._form_readings.get(media.name) or [{}]
             violations.extend(_repeated(readings[0], fields))
+            if media.reserved_encoded:
+                violations.extend(_unencoded_reserved(media, request.body, fields))
             value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
@@ -358,6 +368,21 @@ def _repeated(kinds: _Kinds, fields: dict[str, list[str]]) -> list[Violation]:
     return [Violation(name, "body", pointer_join("", name), "repeated",
                       f"given {len(raw)} times; it takes a single value")
             for name, raw in fields.items() if len(raw) > 1 and name in single]
+
+
+def _unencoded_reserved(media: MediaType, body: bytes, fields: dict[str, list[str]]) -> list[Violation]:
+    """Fields whose encoding says `allowReserved: false`, sent with a reserved character (RFC 3986) as it is. In
+    a urlencoded form the raw text is read (`%2F` is fine, `/` is not; `+` is a space there); a multipart part
+    has no percent-encoding, so its value is."""
+    if media.name.startswith("multipart"):
+        sent, reserved = [(name, value) for name, values in fields.items() for value in values], _RESERVED
+    else:
+        pairs = (pair.partition("=") for pair in body.decode("utf-8", "replace").split("&"))
+        sent, reserved = [(unquote_plus(name), value) for name, _, value in pairs], _RESERVED_IN_FORM
+    return [Violation(name, "body", pointer_join("", name), "allowReserved",
+                      f"the field {name!r} has {found.group()!r} as it is: its encoding sets allowReserved: false, "
+                      "so reserved characters must be percent-encoded")
+            for name, value in sent if name in media.reserved_encoded and (found := reserved.search(value))]
 
 
 def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multipart: bool, max_depth: int) -> Any:
@@ -477,6 +502,11 @@ def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:
         text = data.decode("latin-1") if part.get_filename() else data.decode("utf-8", "replace")
         fields.setdefault(str(name), []).append(text)
     return fields
+
+
+def _media(request: MockRequest) -> str:
+    """The request's media type, without parameters, in lower case ('' when none is named)."""
+    return (request.header("content-type") or "").split(";")[0].strip().lower()
 
 
 def _raw(location: str, name: str, sources: dict[str, Any], request: MockRequest) -> list[str] | None:

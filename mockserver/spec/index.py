@@ -58,6 +58,8 @@ class MediaType:
     name: str
     schema: Schema | None
     examples: dict[str, Any]  # name -> value, in the description's order; a lone `example` is named "example"
+    # a form's fields whose `encoding` entry says `allowReserved: false`: reserved characters must come encoded
+    reserved_encoded: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -468,7 +470,9 @@ class SpecIndex:
                 if "value" in ex:
                     examples[ex_name] = ex["value"]
             schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
-            result[name] = MediaType(name, schema, examples)
+            encoding = self._entries(node.get("encoding"), pointer_uri(media_uri, "encoding"), "`encoding`")
+            strict = frozenset(field for field, entry, _ in encoding if entry.get("allowReserved") is False)
+            result[name] = MediaType(name, schema, examples, strict)
         return result
 
     def _request_body(self, raw: Any, uri: str) -> RequestBody | None:

@@ -41,3 +41,44 @@ def test_credentials_in_the_right_place_are_not_refused(security, path, headers)
 ])
 def test_missing_or_malformed_credentials_are_still_refused(security, path, headers):
     assert security.get(path, headers=headers).status_code == 401
+
+
+@pytest.fixture(scope="module")
+def requests():
+    return create_app(SERVED / "requests.yaml").test_client()
+
+
+def test_a_body_where_the_operation_takes_none_is_a_415(requests):
+    declared = requests.post("/ping", data="hi", content_type="text/plain")
+    assert declared.status_code == 415 and body(declared) == {"reason": "this takes no body"}
+    own = requests.get("/ping", data="{}", content_type="application/json")
+    assert own.status_code == 415 and "takes no request body" in body(own)["detail"]
+    assert requests.post("/ping").status_code == 200  # no body: nothing to refuse
+
+
+@pytest.mark.parametrize("content_type, data", [
+    ("application/x-www-form-urlencoded", "url=http://example.com/a&note=kept"),
+    ("multipart/form-data; boundary=B",
+     '--B\r\nContent-Disposition: form-data; name="url"\r\n\r\nhttp://example.com/a\r\n--B--\r\n'),
+])
+def test_reserved_characters_sent_as_they_are_break_allow_reserved_false(requests, content_type, data):
+    refused = requests.post("/links", data=data, content_type=content_type)
+    assert refused.status_code == 400
+    assert "the field 'url' has ':' as it is" in body(refused)["detail"]
+    assert body(refused)["details"]["violations"] == [{
+        "parameter": "url", "in": "body", "pointer": "/url", "rule": "allowReserved",
+        "message": "the field 'url' has ':' as it is: its encoding sets allowReserved: false, so reserved "
+                   "characters must be percent-encoded"}]
+
+
+def test_reserved_characters_percent_encoded_or_in_other_fields_are_accepted(requests):
+    sent = "url=http%3A%2F%2Fexample.com%2Fa&note=a/b+c"
+    assert requests.post("/links", data=sent, content_type="application/x-www-form-urlencoded").status_code == 201
+
+
+def test_an_empty_path_segment_is_a_missing_parameter_not_an_unknown_path(requests):
+    refused = requests.get("/pets//toys")
+    assert refused.status_code == 400
+    assert "petId" in body(refused)["detail"] and "required" in body(refused)["detail"]
+    assert requests.get("/pets/rex/toys").status_code == 200
+    assert requests.get("/pets//balls").status_code == 404  # no such route

@@ -5,7 +5,7 @@ example completed from its schema."""
 import pytest
 
 from conftest import ROOT, body
-from mockserver import create_app
+from mockserver import create_app, pipeline_of
 
 SERVED = ROOT / "tests" / "data" / "served"
 
@@ -82,3 +82,26 @@ def test_an_empty_path_segment_is_a_missing_parameter_not_an_unknown_path(reques
     assert "petId" in body(refused)["detail"] and "required" in body(refused)["detail"]
     assert requests.get("/pets/rex/toys").status_code == 200
     assert requests.get("/pets//balls").status_code == 404  # no such route
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return create_app(SERVED / "examples.yaml")
+
+
+def test_a_named_example_that_lacks_required_properties_is_completed_from_its_schema(examples):
+    answer = examples.test_client().get("/pets/x", headers={"Prefer": "example=nameless"})
+    assert answer.status_code == 200  # it passed the response check: the schema's required properties are there
+    pet = body(answer)
+    assert {k: pet[k] for k in ("id", "kind")} == {"id": "p2", "kind": "dog"} and pet["owner"]["name"] == "Bo"
+    assert pet["name"] and "@" in pet["owner"]["email"]  # made from the schema
+    assert "tag" not in pet  # an optional property it left out stays out
+    assert any("the example 'nameless' of GET /pets/{petId} lacks required properties (/name, /owner/email)"
+               in str(w) for w in pipeline_of(examples).warnings)
+
+
+def test_a_complete_example_is_served_as_written_and_a_wrong_value_is_not_mended(examples):
+    client = examples.test_client()
+    assert body(client.get("/pets/x", headers={"Prefer": "example=cat"}))["owner"]["email"] == "ann@example.com"
+    wrong = client.get("/pets/x", headers={"Prefer": "example=wrong"})
+    assert wrong.status_code == 500 and body(wrong)["details"]["pointer"] == "/id"

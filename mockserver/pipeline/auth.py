@@ -7,11 +7,10 @@ import binascii
 import hashlib
 import re
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from typing import Any
 
 from ..base.errors import MockError
-from ..base.http import MockRequest
+from ..base.http import MockRequest, parse_cookies
 from ..spec.index import Operation
 
 _BEARER = re.compile(r"^Bearer +([A-Za-z0-9\-._~+/]+=*) *$", re.IGNORECASE)
@@ -161,7 +160,5 @@ def _api_key(request: MockRequest, name: str, where: str) -> str | None:
         values = (request.query() or {}).get(name)
         return values[-1] if values else None
     if where == "cookie":
-        jar = SimpleCookie()
-        jar.load(request.header("cookie") or "")
-        return jar[name].value if name in jar else None
+        return parse_cookies(request.header("cookie")).get(name)
     return request.header(name)

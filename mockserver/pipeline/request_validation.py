@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import unquote_plus
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
-from ..base.http import MockRequest, is_json, parse_query
+from ..base.http import MockRequest, is_json, parse_cookies, parse_query
 from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
 from ..base.pointers import pointer_join
 from ..spec.index import MediaType, Operation, Parameter
@@ -190,7 +189,7 @@ class RequestValidator:
         if query is None:
             raise bad_input([Violation("", "query", "", "encoding", "the query string is not valid UTF-8")],
                             self.invalid_status)
-        cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
+        cookies = parse_cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():
             target: dict[str, Any] = getattr(result, location)
@@ -530,17 +529,6 @@ def match_media_type(content_type: str, content: dict[str, MediaType]) -> MediaT
         if name.split(";")[0].strip().lower() == content_type:
             return media
     return None
-
-
-def _cookies(header: str | None) -> dict[str, str]:
-    if not header:
-        return {}
-    jar = SimpleCookie()
-    try:
-        jar.load(header)
-    except CookieError:
-        return {}
-    return {name: morsel.value for name, morsel in jar.items()}
 
 
 def _message(message: str) -> str:

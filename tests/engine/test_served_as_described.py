@@ -12,7 +12,7 @@ SERVED = ROOT / "tests" / "data" / "served"
 
 @pytest.fixture(scope="module")
 def security():
-    return create_app(SERVED / "security.yaml").test_client()
+    return create_app(SERVED / "security.yaml").test_client(use_cookies=False)  # a Cookie header sent as it is
 
 
 def test_a_declared_error_example_that_is_no_object_is_answered_as_it_is(security):
@@ -29,6 +29,7 @@ def test_a_declared_error_example_that_is_no_object_is_answered_as_it_is(securit
     ("/digest", {"Authorization": 'Digest username="", realm="", nonce="", uri="", response=""'}),
     ("/basic", {"Authorization": "Basic Og=="}),  # ":": an empty user and password
     ("/diary", {"X-Key": ""}),
+    ("/me", {"Cookie": "theme=dark mode; SESSIONID=abc; flag"}),  # pairs http.cookies refuses beside it
 ])
 def test_credentials_in_the_right_place_are_not_refused(security, path, headers):
     assert security.get(path, headers=headers).status_code == 200
@@ -38,6 +39,7 @@ def test_credentials_in_the_right_place_are_not_refused(security, path, headers)
     ("/digest", {"Authorization": "Digest abc"}),
     ("/basic", {"Authorization": "Basic xyz"}),
     ("/diary", {}),
+    ("/me", {"Cookie": "theme=dark; session=abc"}),
 ])
 def test_missing_or_malformed_credentials_are_still_refused(security, path, headers):
     assert security.get(path, headers=headers).status_code == 401

@@ -118,13 +118,13 @@ class Router:
 
     def reaching(self, operation_ids: frozenset[str]) -> Callable[[str, str], bool]:
         """Whether a method and a raw path may reach one of these operations, decided by one pattern per method
-        (made here, once): true for every request `match` gives one of them, and maybe for a few more (it leaves
-        the query and a more concrete path's claim aside), never the other way round."""
+        (made here, once): true for every request `match` gives one of them (an empty segment's too), and maybe
+        for a few more (it leaves the query and a more concrete path's claim aside), never the other way round."""
         alternatives: dict[str, list[str]] = {}
         for route in self._routes:
             for method, ops in route.operations.items():
                 if any(op.id in operation_ids for op in ops):
-                    alternatives.setdefault(method, []).append(_pattern(route.template))
+                    alternatives.setdefault(method, []).append(_pattern(route.template, empty=True))
         patterns = {method: re.compile("(?:" + "|".join(found) + ")/?$") for method, found in alternatives.items()}
 
         def reaches(method: str, raw_path: str) -> bool:

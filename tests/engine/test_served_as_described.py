@@ -6,6 +6,7 @@ import pytest
 
 from conftest import ROOT, body
 from mockserver import create_app, pipeline_of
+from mockserver.pipeline.router import Router
 
 SERVED = ROOT / "tests" / "data" / "served"
 
@@ -84,6 +85,15 @@ def test_an_empty_path_segment_is_a_missing_parameter_not_an_unknown_path(reques
     assert "petId" in body(refused)["detail"] and "required" in body(refused)["detail"]
     assert requests.get("/pets/rex/toys").status_code == 200
     assert requests.get("/pets//balls").status_code == 404  # no such route
+
+
+def test_an_empty_segment_reaches_the_operation_its_route_names():
+    """`reaching` (whether an answer may wait on a shared store) is true for every request `match` gives an
+    operation, the empty segment's too."""
+    operations = list(pipeline_of(create_app(SERVED / "requests.yaml")).spec.operations.values())
+    router = Router(operations)
+    toys = router.match("GET", "/pets//toys").operation
+    assert toys.path == "/pets/{petId}/toys" and router.reaching(frozenset({toys.id}))("GET", "/pets//toys")
 
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,11 @@ def test_a_named_example_that_lacks_required_properties_is_completed_from_its_sc
                in str(w) for w in pipeline_of(examples).warnings)
 
 
+def test_a_completed_example_answers_unasked_too(examples):
+    owner = body(examples.test_client().get("/owners/o1"))
+    assert owner["name"] == "Dee" and "@" in owner["email"]
+
+
 def test_a_complete_example_is_served_as_written_and_a_wrong_value_is_not_mended(examples):
     client = examples.test_client()
     assert body(client.get("/pets/x", headers={"Prefer": "example=cat"}))["owner"]["email"] == "ann@example.com"

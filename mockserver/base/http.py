@@ -25,6 +25,18 @@ def parse_query(text: str, *, strict: bool = False) -> dict[str, list[str]]:
     return values
 
 
+def parse_cookies(header: str | None) -> dict[str, str]:
+    """A Cookie header's pairs, read as servers read them (RFC 6265 §5.4): `;`-separated `name=value`, each one
+    alone, so a pair `http.cookies` would refuse (`theme=dark mode`, a bare `flag`) loses nothing but itself."""
+    found: dict[str, str] = {}
+    for pair in (header or "").split(";"):
+        name, equals, value = pair.partition("=")
+        if equals and name.strip():
+            value = value.strip()
+            found[name.strip()] = value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
+    return found
+
+
 @dataclass
 class MockRequest:
     method: str

@@ -6,6 +6,7 @@ Everything a fixture can serve is checked against the description here, at start
 file, line and pointer, and the schema rule."""
 from __future__ import annotations
 
+import copy
 import random
 import re
 import zlib
@@ -470,7 +471,8 @@ class Answers:
         return usable
 
     def _served_example(self, op: Operation, media: MediaType, name: str, value: Any) -> tuple[Any, bool]:
-        """The example as served (without `writeOnly` properties), and whether it fits its schema."""
+        """The example as served (without `writeOnly` properties, with the required ones it lacks filled in), and
+        whether it fits its schema."""
         if media.schema is None:
             return value, True
         value, cut = self.write_only.cut(value, media.schema.node, media.schema.uri)
@@ -478,12 +480,48 @@ class Answers:
         if cut:
             self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} has writeOnly "
                                          f"properties ({', '.join(cut)}); they are not served", "writeOnly", line))
+        value, added = self._completed(op, media, name, value)
+        if added:
+            self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} lacks required "
+                                         f"properties ({', '.join(added)}); they are served with values made from "
+                                         "its schema", "required", line))
         error = next(iter_errors(media.schema.validator, value), None)
         if error is not None:
             self.warnings.append(Problem(file, pointer, f"the example {name!r} of {op.id} breaks its schema "
                                          f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
                                          "served unless asked for", str(error.validator), line))
         return value, error is None
+
+    def _completed(self, op: Operation, media: MediaType, name: str, value: Any) -> tuple[Any, list[str]]:
+        """The example with each required property it lacks taken from a value made from its schema (the
+        example's own values kept: a client asking for it by name gets what it wrote, and what the schema
+        promises), and the pointers of those added. Only a missing property is filled; a wrong value stays."""
+        assert media.schema is not None
+        made: Any = _NOTHING
+        added: list[str] = []
+        for _ in range(_COMPLETION_PASSES):  # a property filled in may be an object whose own are checked next
+            missing = [e for e in iter_errors(media.schema.validator, value)
+                       if e.validator == "required" and isinstance(e.instance, dict)]
+            if not missing:
+                break
+            if made is _NOTHING:
+                value = copy.deepcopy(value)  # the description's own value stays as written
+                try:
+                    made = self._made(media.schema.node, media.schema.uri, f"{op.id}|{name}|example", True)
+                except GenerationError:
+                    break  # nothing to fill from: served as written, and the response check says what it lacks
+                continue  # the errors name the copy's objects
+            filled = False
+            for error in missing:
+                source = _along(made, list(error.absolute_path))
+                for prop in error.validator_value:
+                    if prop not in error.instance and isinstance(source, dict) and prop in source:
+                        error.instance[prop] = copy.deepcopy(source[prop])
+                        added.append(pointer_join(instance_pointer(error), prop))
+                        filled = True
+            if not filled:
+                break
+        return value, added
 
     def _example(self, op: Operation, media: MediaType | None, name: str | None, status: int) -> str | None:
         """The name of the example that answers `status`: `name` (`Prefer: example=`; one the answer lacks is a 400
@@ -564,6 +602,23 @@ def _named(path: str) -> str | None:
     when that is a parameter."""
     last = path.rstrip("/").rsplit("/", 1)[-1]
     return None if "{" in last else last
+
+
+_NOTHING = object()
+_COMPLETION_PASSES = 8  # levels of nested objects an example's missing required properties are filled at
+
+
+def _along(value: Any, path: list[Any]) -> Any:
+    """What a generated value holds where an example's object stands: by key, and in an array by the same index
+    (else its last item: a generated array is often shorter than the example's)."""
+    for step in path:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and value and isinstance(step, int):
+            value = value[min(step, len(value) - 1)]
+        else:
+            return None
+    return value
 
 
 def _tokens(pointer: str) -> list[str]:

@@ -7,11 +7,10 @@ import binascii
 import hashlib
 import re
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from typing import Any
 
 from ..base.errors import MockError
-from ..base.http import MockRequest
+from ..base.http import MockRequest, parse_cookies
 from ..spec.index import Operation
 
 _BEARER = re.compile(r"^Bearer +([A-Za-z0-9\-._~+/]+=*) *$", re.IGNORECASE)
@@ -112,14 +111,14 @@ class Authenticator:
         if kind == "apikey":
             name, where = str(scheme.get("name", "")), scheme.get("in", "header")
             value = _api_key(request, name, where)
-            if not value:
+            if value is None:  # present but empty is still a key sent where the scheme takes it
                 raise _Missing(f"missing API key {name!r} in the {where}")
             return value
         header = request.header("authorization")
         http_scheme = str(scheme.get("scheme", "bearer")).lower() if kind == "http" else "bearer"
         if http_scheme == "digest":
             named = _DIGEST_USER.search(header or "") if (header or "").lower().startswith("digest ") else None
-            if named is None or not named.group(1):
+            if named is None:  # an empty username is still Digest credentials: the scheme's answer is not ours
                 raise _Missing("missing or malformed Authorization header: expected 'Digest username=\"…\", …'")
             return named.group(1)
         if http_scheme not in ("basic", "bearer"):  # any other HTTP scheme (hoba, negotiate, …): its name, then text
@@ -132,11 +131,11 @@ class Authenticator:
             if not header:
                 raise _Missing("missing Authorization header (Basic credentials)")
             found = _BASIC.match(header)
-            try:
-                user = base64.b64decode(found.group(1), validate=True).decode().split(":", 1)[0] if found else ""
+            try:  # well-formed credentials with an empty user (`Basic Og==`, ":") are credentials all the same
+                user = base64.b64decode(found.group(1), validate=True).decode().split(":", 1)[0] if found else None
             except (binascii.Error, UnicodeDecodeError):
-                user = ""
-            if not user:
+                user = None
+            if user is None:
                 raise _Missing("malformed Authorization header: expected 'Basic <base64 of user:password>'")
             return user
         if not header:
@@ -161,7 +160,5 @@ def _api_key(request: MockRequest, name: str, where: str) -> str | None:
         values = (request.query() or {}).get(name)
         return values[-1] if values else None
     if where == "cookie":
-        jar = SimpleCookie()
-        jar.load(request.header("cookie") or "")
-        return jar[name].value if name in jar else None
+        return parse_cookies(request.header("cookie")).get(name)
     return request.header(name)

@@ -11,13 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
-from ..base.http import MockRequest, is_json, parse_query
+from ..base.http import MockRequest, is_json, parse_cookies, parse_query
 from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
 from ..base.pointers import pointer_join
 from ..spec.index import MediaType, Operation, Parameter
@@ -35,6 +34,8 @@ _SEEN_SIZE = 4096
 # how a request that breaks the description is met: refused (400/422), let through with its violations kept, or
 # let through with nothing kept (its values still parsed and typed, as the answer needs them)
 MODES = ("strict", "warn", "off")
+_RESERVED = re.compile(r"[:/?#\[\]@!$&'()*+,;=]")  # RFC 3986's reserved characters
+_RESERVED_IN_FORM = re.compile(r"[:/?#\[\]@!$'()*,;=]")  # in a urlencoded value: `+` is a space, `&` ends it
 DELIMITERS = {"form": ",", "simple": ",", "spaceDelimited": " ", "pipeDelimited": "|"}
 
 
@@ -248,7 +249,7 @@ class RequestValidator:
                 raise bad_input([encoding], self.invalid_status)
             violations.append(encoding)  # answered as if no query were sent
             query = {}
-        cookies = _cookies(request.header("cookie")) if self._by_location["cookie"] else {}
+        cookies = parse_cookies(request.header("cookie")) if self._by_location["cookie"] else {}
         sources: dict[str, Any] = {"path": path_params, "query": query, "cookie": cookies}
         for location, params in self._by_location.items():
             target: dict[str, Any] = getattr(result, location)
@@ -257,6 +258,8 @@ class RequestValidator:
                                                                              request)
                 if raw is not None and location == "header" and key == "accept" and raw[-1].strip() == "*/*":
                     raw = None
+                if raw == [""] and location == "path":
+                    raw = None  # an empty segment (`/pets//toys`): the router found the route, the value is missing
                 if raw is None:
                     if param.spec.required:
                         violations.append(Violation(param.spec.name, location, "", "required",
@@ -272,6 +275,11 @@ class RequestValidator:
         body_violations: list[Violation] = []
         if self.op.request_body is not None:
             result.body = self._body(request, body_violations)
+        elif request.body and request.header("content-type"):
+            unexpected = f"this operation takes no request body; {_media(request)!r} was sent"
+            if self.mode == "strict":
+                raise MockError(415, unexpected, details={"contentType": _media(request), "accepted": []})
+            body_violations.append(Violation("body", "body", "", "contentType", unexpected))  # answered as if none
         if violations or body_violations:
             if self.mode == "strict":
                 raise bad_input(violations + body_violations, self.invalid_status)
@@ -361,7 +369,7 @@ class RequestValidator:
     def _body(self, request: MockRequest, violations: list[Violation]) -> Any:
         body = self.op.request_body
         assert body is not None
-        content_type = (request.header("content-type") or "").split(";")[0].strip().lower()
+        content_type = _media(request)
         # an empty form is an object without fields (what `{}` is in application/x-www-form-urlencoded), not no body
         empty_form = content_type == "application/x-www-form-urlencoded" and content_type in body.content
         if not request.body and not empty_form:
@@ -392,6 +400,8 @@ class RequestValidator:
                 return None
             readings = self._form_readings.get(media.name) or [{}]
             violations.extend(_repeated(readings[0], fields))
+            if media.reserved_encoded:
+                violations.extend(_unencoded_reserved(media, request.body, fields))
             value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
@@ -429,6 +439,21 @@ def _repeated(kinds: _Kinds, fields: dict[str, list[str]]) -> list[Violation]:
     return [Violation(name, "body", pointer_join("", name), "repeated",
                       f"given {len(raw)} times; it takes a single value")
             for name, raw in fields.items() if len(raw) > 1 and name in single]
+
+
+def _unencoded_reserved(media: MediaType, body: bytes, fields: dict[str, list[str]]) -> list[Violation]:
+    """Fields whose encoding says `allowReserved: false`, sent with a reserved character (RFC 3986) as it is. In
+    a urlencoded form the raw text is read (`%2F` is fine, `/` is not; `+` is a space there); a multipart part
+    has no percent-encoding, so its value is."""
+    if media.name.startswith("multipart"):
+        sent, reserved = [(name, value) for name, values in fields.items() for value in values], _RESERVED
+    else:
+        pairs = (pair.partition("=") for pair in body.decode("utf-8", "replace").split("&"))
+        sent, reserved = [(unquote_plus(name), value) for name, _, value in pairs], _RESERVED_IN_FORM
+    return [Violation(name, "body", pointer_join("", name), "allowReserved",
+                      f"the field {name!r} has {found.group()!r} as it is: its encoding sets allowReserved: false, "
+                      "so reserved characters must be percent-encoded")
+            for name, value in sent if name in media.reserved_encoded and (found := reserved.search(value))]
 
 
 def _form_field(raw: list[str], kinds: set[str], item_kinds: set[str], *, multipart: bool, max_depth: int) -> Any:
@@ -550,6 +575,11 @@ def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:
     return fields
 
 
+def _media(request: MockRequest) -> str:
+    """The request's media type, without parameters, in lower case ('' when none is named)."""
+    return (request.header("content-type") or "").split(";")[0].strip().lower()
+
+
 def _raw(location: str, name: str, sources: dict[str, Any], request: MockRequest) -> list[str] | None:
     if location == "query":
         return sources["query"].get(name)
@@ -571,17 +601,6 @@ def match_media_type(content_type: str, content: dict[str, MediaType]) -> MediaT
         if name.split(";")[0].strip().lower() == content_type:
             return media
     return None
-
-
-def _cookies(header: str | None) -> dict[str, str]:
-    if not header:
-        return {}
-    jar = SimpleCookie()
-    try:
-        jar.load(header)
-    except CookieError:
-        return {}
-    return {name: morsel.value for name, morsel in jar.items()}
 
 
 def _message(message: str) -> str:

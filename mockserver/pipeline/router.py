@@ -22,6 +22,7 @@ class Route:
     pattern: re.Pattern[str]
     names: tuple[str, ...]
     operations: dict[str, list[Operation]]  # by upper-case method; those that ask for query values first
+    emptied: re.Pattern[str]  # the same with a parameter's segment left empty (`/pets//toys`)
 
     @property
     def rank(self) -> tuple[int, int, int]:
@@ -57,7 +58,8 @@ class Router:
     def _compile(template: str, operations: dict[str, list[Operation]]) -> Route:
         names = tuple(_PARAM.findall(template))
         pattern = _pattern(template, named=True) + "/?$" if template != "/" else "/$"
-        return Route(template, re.compile(pattern), names, operations)
+        emptied = _pattern(template, named=True, empty=True) + "/?$" if names else "(?!)"
+        return Route(template, re.compile(pattern), names, operations, re.compile(emptied))
 
     def match(self, method: str, raw_path: str, query: dict[str, list[str]] | None = None) -> Match:
         """The operation for a method and a raw (still percent-encoded) path, or a 404/405 MockError. Where the
@@ -84,12 +86,27 @@ class Router:
             if first is not None and self._fits is not None and not self._fits(op, values):
                 continue  # the path names the concrete route, whose method this is not
             return Match(op, values)
+        if first is None and "//" in path:
+            emptied = self._emptied(method, path, query or {})
+            if emptied is not None:
+                return emptied
         if first is not None:
             allow = ", ".join(sorted(first.operations))
             raise MockError(405, f"{method.upper()} is not allowed on {first.template}; allowed: {allow}",
                             details={"path": raw_path, "allowed": sorted(first.operations)},
                             headers={"Allow": allow})
         raise MockError(404, f"no operation at {raw_path}", details={"path": raw_path})
+
+    def _emptied(self, method: str, path: str, query: dict[str, list[str]]) -> Match | None:
+        """The operation a path with an empty segment names where a parameter's value goes (`/pets//toys` for
+        `/pets/{id}/toys`): the route exists, so it is the request that is wrong (the validator says which
+        parameter is missing), not the path that is unknown."""
+        for route in self._routes:
+            m = route.emptied.match(path)
+            op = _by_query(route.operations.get(method.upper(), []), query) if m else None
+            if m and op is not None:
+                return Match(op, {name: unquote(m.group(f"p{i}")) for i, name in enumerate(route.names)})
+        return None
 
     def _local(self, raw_path: str) -> str | None:
         """The path below the server's base path, or None when it lies outside."""
@@ -101,13 +118,13 @@ class Router:
 
     def reaching(self, operation_ids: frozenset[str]) -> Callable[[str, str], bool]:
         """Whether a method and a raw path may reach one of these operations, decided by one pattern per method
-        (made here, once): true for every request `match` gives one of them, and maybe for a few more (it leaves
-        the query and a more concrete path's claim aside), never the other way round."""
+        (made here, once): true for every request `match` gives one of them (an empty segment's too), and maybe
+        for a few more (it leaves the query and a more concrete path's claim aside), never the other way round."""
         alternatives: dict[str, list[str]] = {}
         for route in self._routes:
             for method, ops in route.operations.items():
                 if any(op.id in operation_ids for op in ops):
-                    alternatives.setdefault(method, []).append(_pattern(route.template))
+                    alternatives.setdefault(method, []).append(_pattern(route.template, empty=True))
         patterns = {method: re.compile("(?:" + "|".join(found) + ")/?$") for method, found in alternatives.items()}
 
         def reaches(method: str, raw_path: str) -> bool:
@@ -151,11 +168,12 @@ class Router:
         return None
 
 
-def _pattern(template: str, *, named: bool = False) -> str:
+def _pattern(template: str, *, named: bool = False, empty: bool = False) -> str:
     """A template (or one segment of it) as a pattern: literal parts in either spelling, each parameter one
-    segment's text (a group `p0`, `p1`, … when `named`)."""
+    segment's text (a group `p0`, `p1`, … when `named`; possibly empty text when `empty`)."""
     parts = _PARAM.split(template)  # literal, name, literal, name, …, literal
-    return "".join(_literal(part) if i % 2 == 0 else (f"(?P<p{i // 2}>[^/]+)" if named else "[^/]+")
+    text = "[^/]*" if empty else "[^/]+"
+    return "".join(_literal(part) if i % 2 == 0 else (f"(?P<p{i // 2}>{text})" if named else text)
                    for i, part in enumerate(parts))
 
 

@@ -73,7 +73,8 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                          answers: Answers) -> list[Problem]:
     """The envelope, filled, must fit every error response the description declares. An envelope declared in the
     fixtures that does not fit is a problem; the default (RFC 7807) that does not fit an API's own error schema
-    gives way to that response's example, or a body generated from its schema, made here once."""
+    gives way to that response's example, or a body generated from its schema, made here once. A response with
+    no schema whose example is no object (`example: unauthorized`) is that API's error body as it is."""
     problems = []
     declared = "errors" in fixtures.settings
     for op in spec.operations.values():
@@ -87,6 +88,8 @@ def check_error_envelope(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorRen
                 error = next(iter_errors(media.schema.validator, sample), None)
                 if error is not None:
                     break
+            if media is not None and media.schema is None and not declared:
+                _use_plain_example(op, key, media, errors)
             if media is None or media.schema is None or error is None:
                 continue
             if declared:
@@ -139,6 +142,14 @@ def learn_error_convention(spec: SpecIndex, fixtures: FixtureSet, errors: ErrorR
 
 def _is_error(key: str) -> bool:
     return key in ("4XX", "5XX", "default") or key.isdigit() and int(key) >= 400
+
+
+def _use_plain_example(op: Operation, key: str, media: MediaType, errors: ErrorRenderer) -> None:
+    """An error response declared by an example alone that is no object (a string, a number, a list) cannot
+    hold the envelope's fields: its example is the API's answer (any body fits where there is no schema)."""
+    example = next(iter(media.examples.values()), None)
+    if example is not None and not isinstance(example, dict):
+        errors.use_description(op, key, media.name, example, lambda _: True, example=True)
 
 
 def load_scenarios(fixtures: FixtureSet, scenarios: Scenarios) -> list[Problem]:

@@ -58,6 +58,8 @@ class MediaType:
     name: str
     schema: Schema | None
     examples: dict[str, Any]  # name -> value, in the description's order; a lone `example` is named "example"
+    # a form's fields whose `encoding` entry says `allowReserved: false`: reserved characters must come encoded
+    reserved_encoded: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -467,7 +469,9 @@ class SpecIndex:
                 continue
             examples = self._examples(node, media_uri)
             schema = self._schema(node.get("schema"), pointer_uri(media_uri, "schema"), response=response)
-            result[name] = MediaType(name, schema, examples)
+            encoding = self._entries(node.get("encoding"), pointer_uri(media_uri, "encoding"), "`encoding`")
+            strict = frozenset(field for field, entry, _ in encoding if entry.get("allowReserved") is False)
+            result[name] = MediaType(name, schema, examples, strict)
         return result
 
     def _examples(self, node: dict[str, Any], uri: str) -> dict[str, Any]:

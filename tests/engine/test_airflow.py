@@ -46,6 +46,8 @@ def test_airflow_refusals_are_the_ones_it_declares(client):
     assert wrong_method.status_code == 405 and wrong_method.headers["Allow"] == "POST"
     accept = client.get("/api/v2/config", headers={**AUTH, "Accept": "text/html"})  # its `accept` enum
     assert accept.status_code == 422 and body(accept)["detail"][0]["loc"] == ["header", "accept"]  # as FastAPI says
-    nowhere = client.delete("/api/v2/dags/x/dagRuns//taskInstances/t/state-store", headers=AUTH)
+    empty = client.delete("/api/v2/dags/x/dagRuns//taskInstances/t/state-store", headers=AUTH)  # a route there
+    assert empty.status_code == 422 and body(empty)["detail"][0]["loc"] == ["path", "dag_run_id"]  # missing, not 404
+    nowhere = client.delete("/api/v2/dags/x/nowhere", headers=AUTH)
     assert nowhere.status_code == 404 and nowhere.content_type == "application/json"
     assert "no operation" in body(nowhere)["detail"]

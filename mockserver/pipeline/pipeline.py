@@ -37,7 +37,7 @@ from .request_validation import RequestValidator, ValidRequest
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
-from .scenarios import Effect, Scenarios
+from .scenarios import SCENARIO_HEADER, Effect, Scenarios
 from .stateful import ITEMS_LIMIT
 from .xml_body import XmlWriter, is_xml
 
@@ -230,9 +230,10 @@ class Pipeline:
             response = self.error_response(error, request_id, op)
             if effect is not None and effect.error is error:
                 response.source = "scenario-undeclared" if effect.undeclared else "scenario"
-        if effect is not None:
+        if effect is not None:  # named in a header and the journal, never in the API's body
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
+            response.headers[SCENARIO_HEADER] = effect.scenario_id
         response.session = session
         return response
 

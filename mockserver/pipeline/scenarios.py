@@ -138,7 +138,7 @@ class Scenario:
     def __post_init__(self) -> None:
         self.phases = _phases(self.spec)
         self.limit = self.phases[-1][0]
-        waiting = [end for end, does in itertools.takewhile(lambda p: p[1] is None, self.phases[:-1])]
+        waiting = [end or 0 for end, _ in itertools.takewhile(lambda p: p[1] is None, self.phases[:-1])]
         self.moves_from = (waiting[-1] if waiting else 0) + 1
 
     def matches(self, op: Operation, path_params: dict[str, str], query: dict[str, list[str]],
@@ -264,7 +264,7 @@ class Scenarios:
             raise ScenarioError(f"{op.id} does not declare status {status}; it declares "
                                 + ", ".join(op.declared_statuses) + " (a gateway's or rate limiter's answer the "
                                 "description does not declare: add \"undeclared\": true)", "/status", "status")
-        if undeclared and (status < 400 or op.declares(status)):
+        if undeclared and status is not None and (status < 400 or op.declares(status)):
             raise ScenarioError(f"`undeclared` is for an error status {op.id} does not declare; {status} "
                                 + ("is declared" if op.declares(status) else "is not an error"), "/undeclared",
                                 "undeclared")

@@ -462,8 +462,10 @@ class RedisStore(Store):
         return changed[0]
 
     def hit(self, uid: str, times: int | None, transition: Transition | None = None) -> int:
-        machine = [_machine(transition.scope, transition.name), transition.required or "", transition.new or "",
-                   transition.moves_from] if transition else ["", "", "", 0]
+        machine: list[str | int] = ["", "", "", 0]  # no state machine: the script reads none
+        if transition is not None:
+            machine = [_machine(transition.scope, transition.name), transition.required or "", transition.new or "",
+                       transition.moves_from]
         return int(self._guarded(lambda: self._hit(keys=[self._k("counters"), self._k("states")],
                                                     args=[uid, times or 0, *machine, INITIAL_STATE])))
 

@@ -193,7 +193,8 @@ def test_a_bad_step_in_the_fixtures_stops_start_up_saying_where(write, tmp_path)
 
     write("spec.yaml", (PETS / "openapi.yaml").read_text())
     write("fx/pets.yaml", (PETS / "fixtures" / "pets.yaml").read_text()
-          + "scenarios:\n  - operationId: getPet\n    after: 1\n    steps:\n      - {times: 1}\n      - {status: 503}\n")
+          + "scenarios:\n  - operationId: getPet\n    after: 1\n    steps:\n"
+          "      - {times: 1}\n      - {status: 503}\n")
     with pytest.raises(LoadError) as caught:
         create_app(tmp_path / "spec.yaml", tmp_path / "fx")
     [problem] = caught.value.problems

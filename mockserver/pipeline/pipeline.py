@@ -124,7 +124,7 @@ class Pipeline:
         self.secrets = Secrets(spec, self.answers.write_only)
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
-                                   (settings.get("errors") or {}).get("template"))
+                                   (settings.get("errors") or {}).get("template"), self.auth.challenge_of)
         # `waits_on_store`'s tests: with the scenarios' operations it was made for, and for every operation
         self._waiting: tuple[frozenset[str], Callable[[str, str], bool]] | None = None
         self._reaching_any = self.router.reaching(frozenset(spec.operations))
@@ -347,8 +347,8 @@ class Pipeline:
         status = preferred_status(op, code)
         if status < 400:
             return None
-        message, details = self.scenarios.declared(op, status)
-        return MockError(status, message, details=details)
+        message, details, headers = self.scenarios.declared(op, status)
+        return MockError(status, message, details=details, headers=headers)
 
     def declared_headers(self, op: Operation, status: int) -> dict[str, str]:
         """The header values fixed at start-up for the response that answers `status`: its own, else its range's

@@ -118,6 +118,9 @@ _PROXY_PAGE = ("<html>\r\n<head><title>{status} {phrase}</title></head>\r\n<body
                "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
 
 
+# what a server says for an error status it is made to answer: message, details, headers
+Declared = tuple[str, dict[str, Any] | None, dict[str, str]]
+
 # a stretch of a scenario's calls: the count at which it ends (None: never) and what it does to them (None: they
 # go on as usual: the calls `after` lets through, a step that only counts)
 Phase = tuple[int | None, dict[str, Any] | None]
@@ -207,11 +210,13 @@ class Scenarios:
     atomically."""
 
     def __init__(self, operations: dict[str, Operation], store: Store, check_body: Any = None,
-                 envelope: Any = None) -> None:
-        """`envelope`: the fixtures' error template, to read a declared example's message and details."""
+                 envelope: Any = None, challenge: Callable[[Operation], str] | None = None) -> None:
+        """`envelope`: the fixtures' error template, to read a declared example's message and details;
+        `challenge`: an operation's WWW-Authenticate challenge, for the 401s it is made to answer."""
         self._operations = operations
         self._template = envelope
-        self._declared: dict[tuple[str, int], tuple[str, dict[str, Any] | None]] = {}
+        self._challenge = challenge
+        self._declared: dict[tuple[str, int], Declared] = {}
         self._by_route = {(op.method, op.path): op for op in operations.values()}
         self._store = store
         self._check_body = check_body
@@ -420,15 +425,22 @@ class Scenarios:
             self._version = book.version
 
     def _unspent(self, records: Iterable[Record], hits: Callable[[Iterable[str]], dict[str, int]]) -> list[Record]:
+        records = list(records)
         limits = {r.uid: _phases(r.spec)[-1][0] for r in records}
         counts = hits(uid for uid, limit in limits.items() if limit is not None)
         return [r for r in records if (limit := limits[r.uid]) is None or counts[r.uid] < limit]
 
-    def declared(self, op: Operation, status: int) -> tuple[str, dict[str, Any] | None]:
-        """`declared_error` of a status, worked out once."""
+    def declared(self, op: Operation, status: int) -> Declared:
+        """`declared_error` of a status, worked out once, with the headers a server sends with it: a 401 of an
+        operation that takes credentials carries its WWW-Authenticate challenge (RFC 9110), unless the description
+        declares that header itself."""
         key = (op.id, status)
         if key not in self._declared:
-            self._declared[key] = declared_error(op, status, self._template)
+            response = op.response(status)
+            declares = response is not None and any(h.lower() == "www-authenticate" for h in response.headers)
+            challenged = status == 401 and bool(op.security) and not declares
+            headers = {"WWW-Authenticate": self._challenge(op)} if challenged and self._challenge is not None else {}
+            self._declared[key] = (*declared_error(op, status, self._template), headers)
         return self._declared[key]
 
     def _effect_of(self, scenario: Scenario, spec: dict[str, Any], hit: int) -> Effect:
@@ -452,9 +464,9 @@ class Scenarios:
         elif status is not None and "body" in spec:
             effect.status, effect.body = status, spec["body"]
         elif status is not None and status >= 400:
-            message, details = self.declared(scenario.operation, status)
+            message, details, headers = self.declared(scenario.operation, status)
             effect.error = MockError(status, spec.get("message") or message, code=spec.get("code"),
-                                     details=None if "code" in spec else details, headers=effect.headers)
+                                     details=None if "code" in spec else details, headers={**headers, **effect.headers})
         elif status is not None:
             effect.status = status
         return effect

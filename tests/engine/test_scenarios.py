@@ -274,6 +274,20 @@ def test_a_scenarios_error_is_the_one_prefer_code_gives(client):
     assert (journal["scenarioId"], journal["source"]) == ("busy", "scenario")
 
 
+def test_a_scenarios_401_challenges_as_the_api_does(client):
+    """"The token stops working": the 401 carries the challenge a call without a token gets, as `Prefer: code=401`
+    does too (RFC 9110: a 401 names how to authenticate)."""
+    client.post("/__mock/scenarios", json={"id": "expired", "operationId": "listTestSets", "token": "demo-token",
+                                           "status": 401})
+    answered = client.get(TEST_SETS, headers=DEMO)
+    without_token = client.get(TEST_SETS)
+    preferred = client.get(TEST_SETS, headers={"Authorization": "Bearer other-tenant-token", "Prefer": "code=401"})
+    assert answered.status_code == without_token.status_code == preferred.status_code == 401
+    assert answered.headers["WWW-Authenticate"] == without_token.headers["WWW-Authenticate"] == preferred.headers[
+        "WWW-Authenticate"] == 'Bearer realm="mock"'
+    assert "details" not in body(answered)["error"] and answered.headers["X-Mock-Scenario"] == "expired"
+
+
 @pytest.fixture()
 def pets():
     return create_app(PETS / "openapi.yaml", PETS / "fixtures").test_client()

@@ -50,7 +50,7 @@ _EFFECT: dict[str, Any] = {  # what a scenario, or one of its steps, does to a c
 }
 _EFFECT_NEEDS = {"body": ["status"], "undeclared": ["status"], "proxy": ["undeclared"]}
 _TIMES = {"type": "integer", "minimum": 1}
-STEP_SCHEMA: dict[str, Any] = {
+_STEP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {**_EFFECT, "times": _TIMES},
@@ -74,7 +74,7 @@ SCENARIO_SCHEMA: dict[str, Any] = {
         "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "seed": {"type": "integer"},
         "after": {"type": "integer", "minimum": 0},
-        "steps": {"type": "array", "minItems": 1, "maxItems": 100, "items": STEP_SCHEMA},
+        "steps": {"type": "array", "minItems": 1, "maxItems": 100, "items": _STEP_SCHEMA},
         "state": _NAME,
         "requiredState": {"type": "string", "minLength": 1, "maxLength": 64},
         "newState": {"type": "string", "minLength": 1, "maxLength": 64},

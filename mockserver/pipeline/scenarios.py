@@ -157,6 +157,11 @@ class Scenario:
             return False
         return "token" not in spec or spec["token"] == token
 
+    def counter(self, session: str | None) -> str:
+        """What its calls of `session` are counted under: a global or fixtures' scenario counts each session's
+        calls apart (a test in its session sees `after: 2` as if alone), and those without a session under its uid."""
+        return self.uid if session is None or self.session is not None else f"{self.uid}@{session}"
+
     def transition(self, session: str | None) -> Transition | None:
         """Its part in its state machine for a call of `session` (the machines are kept per session)."""
         spec = self.spec
@@ -227,7 +232,7 @@ class Scenarios:
         self._by_session: dict[str, list[Scenario]] = {}
         self._removed: frozenset[str] = frozenset()
         self._named: frozenset[str] = frozenset()  # the operations some scenario in force names, in any session
-        self._spent: set[str] = set()  # uids whose `times` are used up, as this process learnt it
+        self._spent: set[str] = set()  # counters whose `times` are used up, as this process learnt it
         self._unfit: set[str] = set()  # uids already said not to fit this description
 
     def compile(self, spec: Any, origin: str, uid: str = "", session: str | None = None) -> Scenario:
@@ -351,14 +356,15 @@ class Scenarios:
         each with its position; those used up are gone. A state machine is shown as the scenario's calls see it:
         a session's scenario, its session's; another, `session`'s (without one: that of calls without one)."""
         scenarios = self._in_force(session, everything=session is None)
-        hits = self._store.hits(s.uid for s in scenarios)
+        hits = self._store.hits(s.counter(session) for s in scenarios)
         machines: dict[str | None, set[str]] = {}
         for scenario in scenarios:
             if "state" in scenario.spec:
                 machines.setdefault(scenario.session or session, set()).add(scenario.spec["state"])
         states = {scope: self._store.states(scope, names) for scope, names in machines.items()}
-        return [s.as_dict(hits[s.uid], states[s.session or session][s.spec["state"]] if "state" in s.spec else None)
-                for s in scenarios if s.limit is None or hits[s.uid] < s.limit]
+        return [s.as_dict(hits[s.counter(session)],
+                          states[s.session or session][s.spec["state"]] if "state" in s.spec else None)
+                for s in scenarios if s.limit is None or hits[s.counter(session)] < s.limit]
 
     # -- the request path -----------------------------------------------------------------------------------
     def effect(self, op: Operation, path_params: dict[str, str], query: dict[str, list[str]],
@@ -366,14 +372,17 @@ class Scenarios:
         """The effect of the first scenario that matches and is due; each call a scenario takes (its state
         machine allowing) is counted in the store, those it lets through too, which then go on to the next."""
         for scenario in self._in_force(session):
-            if scenario.uid in self._spent or not scenario.matches(op, path_params, query, request, token):
+            if not scenario.matches(op, path_params, query, request, token):
+                continue
+            counter = scenario.counter(session)
+            if counter in self._spent:
                 continue
             spec = scenario.spec
-            if "rate" in spec and unit(spec.get("seed", 0), "rate", self._store.draw(scenario.uid)) >= spec["rate"]:
+            if "rate" in spec and unit(spec.get("seed", 0), "rate", self._store.draw(counter)) >= spec["rate"]:
                 continue
-            hit = self._store.hit(scenario.uid, scenario.limit, scenario.transition(session))
+            hit = self._store.hit(counter, scenario.limit, scenario.transition(session))
             if hit == -1 or hit == scenario.limit:
-                self._spent.add(scenario.uid)
+                self._spent.add(counter)
             if hit < 0:
                 continue
             does = scenario.phases[scenario.phase(hit)][1]

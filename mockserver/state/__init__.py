@@ -224,7 +224,12 @@ class Store(ABC):
 
     @abstractmethod
     def forget_counts(self, uids: Iterable[str] | None) -> None:
-        """Drop the counts of these scenarios (None: of every scenario, the fixtures' too)."""
+        """Drop the counts of these scenarios, each session's of them too (None: of every scenario, the fixtures'
+        too). A global or fixtures' scenario counts a session's calls under `uid@session`."""
+
+    @abstractmethod
+    def forget_session_counts(self, session: str) -> None:
+        """Drop what a session's calls counted of the global and fixtures' scenarios (`uid@session`)."""
 
     @abstractmethod
     def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
@@ -293,10 +298,13 @@ class Store(ABC):
     def forget(self, session: str) -> None:
         """Everything of one session: its scenarios (and their counts), state machines, journal, coverage and writes."""
         uids = [r.uid for r in self.book().runtime if r.session == session]
-        if uids:
-            self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
-            self.forget_counts(uids)
+        self.forget_session_counts(session)
         self.forget_states(session)
+        # a new book even when the session set no scenario: every process then forgets which of the session's
+        # counts it learnt were used up (pipeline/scenarios.py keeps that to save a round trip)
+        self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
+        if uids:
+            self.forget_counts(uids)
         self.clear(session)
         self.forget_live(session)
         self._untrack(session)

@@ -140,9 +140,16 @@ class MemoryStore(Store):
                 self._hits.clear()
                 self._draws.clear()
                 return
-            for uid in uids:
-                self._hits.pop(uid, None)
-                self._draws.pop(uid, None)
+            gone = set(uids)
+            for counts in (self._hits, self._draws):
+                for key in [k for k in counts if k in gone or k.partition("@")[0] in gone]:
+                    del counts[key]
+
+    def forget_session_counts(self, session: str) -> None:
+        with self._lock:
+            for counts in (self._hits, self._draws):
+                for key in [k for k in counts if k.endswith(f"@{session}")]:
+                    del counts[key]
 
     def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
         with self._lock:

@@ -483,9 +483,22 @@ class RedisStore(Store):
         if uids is None:
             self._guarded(lambda: self._redis.delete(self._k("counters")))
             return
-        fields = [f"{uid}|{kind}" for uid in uids for kind in ("hits", "draws")]
+        gone = set(uids)
+        fields = [f"{uid}|{kind}" for uid in gone for kind in ("hits", "draws")]
+        if gone:
+            fields += [f for f in self._counter_fields("*@*") if f.partition("@")[0] in gone]
         if fields:
             self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def forget_session_counts(self, session: str) -> None:
+        fields = self._counter_fields(f"*@{session}|*")
+        if fields:
+            self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def _counter_fields(self, match: str) -> list[str]:
+        """The fields of the counters hash that match a glob (no id or session name holds a glob's characters)."""
+        found = self._guarded(lambda: list(self._redis.hscan_iter(self._k("counters"), match=match)))
+        return [field.decode() for field, _ in found]
 
     def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
         names = list(names)

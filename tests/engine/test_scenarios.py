@@ -288,6 +288,21 @@ def test_a_scenarios_401_challenges_as_the_api_does(client):
     assert "details" not in body(answered)["error"] and answered.headers["X-Mock-Scenario"] == "expired"
 
 
+def test_a_global_scenario_counts_each_sessions_calls_apart(client):
+    """Tests in sessions of their own on one mock each see "the second call fails", however their calls interleave;
+    a session's reset starts its count again."""
+    client.post("/__mock/scenarios", json={"id": "second", "operationId": "listTestSets", "status": 503, "after": 1,
+                                           "times": 1})
+    alice, bob = {**DEMO, "X-Mock-Session": "alice"}, {**DEMO, "X-Mock-Session": "bob"}
+    assert [statuses(client, 1, headers=h)[0] for h in (alice, bob, alice, bob, DEMO, alice)] == [
+        200, 200, 503, 503, 200, 200]
+    assert "second" not in [s["id"] for s in body(client.get("/__mock/scenarios?session=bob"))["scenarios"]]
+    assert [(s["hits"], s["waiting"]) for s in body(client.get("/__mock/scenarios"))["scenarios"]
+            if s["id"] == "second"] == [(1, 0)]  # the calls without a session: one let through
+    client.post("/__mock/reset?session=alice", json={})
+    assert statuses(client, 2, headers=alice) == [200, 503]
+
+
 @pytest.fixture()
 def pets():
     return create_app(PETS / "openapi.yaml", PETS / "fixtures").test_client()

@@ -84,6 +84,18 @@ def test_a_state_machine_moves_once_under_64_concurrent_hits(stores):
     assert second.states("bob", ["order"]) == {"order": "placed"}
 
 
+def test_a_sessions_counts_of_a_global_scenario_are_forgotten_with_it(stores):
+    first, second = stores(), stores()
+    for counter in ("g", "g@alice", "g@alice", "g@bob", "other@alice"):
+        first.hit(counter, None)
+    second.forget_session_counts("alice")
+    assert first.hits(["g", "g@alice", "g@bob", "other@alice"]) == {"g": 1, "g@alice": 0, "g@bob": 1,
+                                                                     "other@alice": 0}
+    first.hit("g@alice", None)
+    second.forget_counts(["g"])  # the scenario removed: every session's counts of it go too
+    assert first.hits(["g", "g@alice", "g@bob"]) == {"g": 0, "g@alice": 0, "g@bob": 0}
+
+
 def test_draws_are_one_sequence_for_every_process(stores):
     first, second = stores(), stores()
     assert [first.draw("r"), second.draw("r"), first.draw("r")] == [0, 1, 2]

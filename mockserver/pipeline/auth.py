@@ -78,7 +78,12 @@ class Authenticator:
             return self._caller(credentials[0], self._challenge([next(iter(requirement))]))
         raise MockError(401, reasons[0] if len(reasons) == 1 else "; or ".join(reasons),
                         details={"schemes": [sorted(r) for r in op.security]},
-                        headers={"WWW-Authenticate": self._challenge([n for r in op.security for n in r])})
+                        headers={"WWW-Authenticate": self.challenge_of(op)})
+
+    def challenge_of(self, op: Operation) -> str:
+        """The WWW-Authenticate of a 401 the operation is made to answer (`Prefer: code=401`, a scenario): the
+        challenge a missing credential gets."""
+        return self._challenge([n for r in op.security for n in r])
 
     def _challenge(self, names: list[str]) -> str:
         """One challenge per scheme the operation takes (RFC 9110 allows several in one header), in order."""

@@ -45,7 +45,7 @@ from .request_validation import (
 from .response_validation import ContractViolation, check_response
 from .router import Router
 from .rules import Context
-from .scenarios import Effect, Scenarios
+from .scenarios import SCENARIO_HEADER, Effect, Scenarios
 from .stateful import ITEMS_LIMIT
 from .xml_body import XmlWriter, is_xml
 
@@ -140,7 +140,7 @@ class Pipeline:
         self.secrets = Secrets(spec, self.answers.write_only)
         self.journal = Journal(self.store, self.secrets, self.coverage.header_names)
         self.scenarios = Scenarios(spec.operations, self.store, startup.check_scenario_body,
-                                   (settings.get("errors") or {}).get("template"))
+                                   (settings.get("errors") or {}).get("template"), self.auth.challenge_of)
         # `waits_on_store`'s tests: with the scenarios' operations it was made for, and for every operation
         self._waiting: tuple[frozenset[str], Callable[[str, str], bool]] | None = None
         self._reaching_any = self.router.reaching(frozenset(spec.operations))
@@ -249,9 +249,10 @@ class Pipeline:
             response = self.error_response(error, request_id, op)
             if effect is not None and effect.error is error:
                 response.source = "scenario-undeclared" if effect.undeclared else "scenario"
-        if effect is not None:
+        if effect is not None:  # named in a header and the journal, never in the API's body
             response.scenario_id, response.delay_ms, response.disconnect = (
                 effect.scenario_id, effect.delay_ms, effect.disconnect)
+            response.headers[SCENARIO_HEADER] = effect.scenario_id
         response.session = session
         if violations:
             self._tell(response, violations)
@@ -378,8 +379,8 @@ class Pipeline:
         status = preferred_status(op, code)
         if status < 400:
             return None
-        message, details = self.scenarios.declared(op, status)
-        return MockError(status, message, details=details)
+        message, details, headers = self.scenarios.declared(op, status)
+        return MockError(status, message, details=details, headers=headers)
 
     def declared_headers(self, op: Operation, status: int) -> dict[str, str]:
         """The header values fixed at start-up for the response that answers `status`: its own, else its range's

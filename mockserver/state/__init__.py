@@ -115,6 +115,23 @@ class Book:
                        removed=self.removed if removed is None else frozenset(removed))
 
 
+INITIAL_STATE = "Started"  # a named state machine's state until a scenario moves it (as WireMock names it)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A named state machine's part in one counted call (WireMock's scenario states): the call is counted only
+    while the machine `name` of the session `scope` (None: calls without a session) is in `required` (None: in
+    any state), and from the scenario's `moves_from`-th count on, counting it moves the machine to `new`. Checked,
+    counted and moved in one atomic step, so two workers never both see the old state."""
+
+    scope: str | None
+    name: str
+    required: str | None = None
+    new: str | None = None
+    moves_from: int = 1
+
+
 BookChange = Callable[[Book, Callable[[Iterable[str]], dict[str, int]]], Book]
 
 
@@ -192,9 +209,10 @@ class Store(ABC):
         this returns. `hits(uids)` reads the current counts, so a spent scenario can give way."""
 
     @abstractmethod
-    def hit(self, uid: str, times: int | None) -> int:
-        """Count one firing of a scenario, atomically: its hit number (1 for the first), or -1 when `times` are
-        spent already (nothing counted)."""
+    def hit(self, uid: str, times: int | None, transition: Transition | None = None) -> int:
+        """Count one call of a scenario, atomically: its hit number (1 for the first), or -1 when `times` are
+        spent already, or -2 when `transition`'s machine is not in its required state (nothing counted); a count
+        may move the machine (see `Transition`)."""
 
     @abstractmethod
     def draw(self, uid: str) -> int:
@@ -206,7 +224,20 @@ class Store(ABC):
 
     @abstractmethod
     def forget_counts(self, uids: Iterable[str] | None) -> None:
-        """Drop the counts of these scenarios (None: of every scenario, the fixtures' too)."""
+        """Drop the counts of these scenarios, each session's of them too (None: of every scenario, the fixtures'
+        too). A global or fixtures' scenario counts a session's calls under `uid@session`."""
+
+    @abstractmethod
+    def forget_session_counts(self, session: str) -> None:
+        """Drop what a session's calls counted of the global and fixtures' scenarios (`uid@session`)."""
+
+    @abstractmethod
+    def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
+        """The state each named state machine of a scope is in now (INITIAL_STATE until a scenario moves it)."""
+
+    @abstractmethod
+    def forget_states(self, scope: str | None) -> None:
+        """Every named state machine of a session back to INITIAL_STATE (None: of every session and without one)."""
 
     # -- the journal and coverage ---------------------------------------------------------------------------
     @abstractmethod
@@ -265,10 +296,14 @@ class Store(ABC):
         """The sessions known now, oldest use first."""
 
     def forget(self, session: str) -> None:
-        """Everything of one session: its scenarios (and their counts), journal, coverage and writes."""
+        """Everything of one session: its scenarios (and their counts), state machines, journal, coverage and writes."""
         uids = [r.uid for r in self.book().runtime if r.session == session]
+        self.forget_session_counts(session)
+        self.forget_states(session)
+        # a new book even when the session set no scenario: every process then forgets which of the session's
+        # counts it learnt were used up (pipeline/scenarios.py keeps that to save a round trip)
+        self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
         if uids:
-            self.change_book(lambda book, _: book.next(r for r in book.runtime if r.session != session))
             self.forget_counts(uids)
         self.clear(session)
         self.forget_live(session)
@@ -284,6 +319,7 @@ class Store(ABC):
         self.sync()
         self.change_book(lambda book, _: book.next((), ()))
         self.forget_counts(None)
+        self.forget_states(None)
         self.clear(None)
         self.clear_drift()
         self.forget_live(None)

@@ -11,7 +11,18 @@ from collections import Counter, deque
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from . import COUNTED_KINDS, DRIFT_KINDS, Book, BookChange, DriftCounts, Rows, RowsChange, Store
+from . import (
+    COUNTED_KINDS,
+    DRIFT_KINDS,
+    INITIAL_STATE,
+    Book,
+    BookChange,
+    DriftCounts,
+    Rows,
+    RowsChange,
+    Store,
+    Transition,
+)
 from .records import Call, Entry
 
 _SWEEP_EVERY = 30.0  # seconds between looks for idle sessions (at most; sooner with a short session TTL)
@@ -72,6 +83,7 @@ class MemoryStore(Store):
         self._book = Book()
         self._hits: Counter[str] = Counter()
         self._draws: Counter[str] = Counter()
+        self._states: dict[tuple[str | None, str], str] = {}  # (session, machine) -> state, once moved
         self._ids = itertools.count(1)
         self._journal: deque[Entry] = deque(maxlen=journal_size)
         self._calls = _Calls()
@@ -100,10 +112,16 @@ class MemoryStore(Store):
             self._book = change(self._book, lambda uids: {uid: self._hits[uid] for uid in uids})
             return self._book
 
-    def hit(self, uid: str, times: int | None) -> int:
+    def hit(self, uid: str, times: int | None, transition: Transition | None = None) -> int:
         with self._lock:
             if times is not None and self._hits[uid] >= times:
                 return -1
+            if transition is not None:
+                machine = (transition.scope, transition.name)
+                if transition.required is not None and self._states.get(machine, INITIAL_STATE) != transition.required:
+                    return -2
+                if transition.new is not None and self._hits[uid] + 1 >= transition.moves_from:
+                    self._states[machine] = transition.new
             self._hits[uid] += 1
             return self._hits[uid]
 
@@ -122,9 +140,25 @@ class MemoryStore(Store):
                 self._hits.clear()
                 self._draws.clear()
                 return
-            for uid in uids:
-                self._hits.pop(uid, None)
-                self._draws.pop(uid, None)
+            gone = set(uids)
+            for counts in (self._hits, self._draws):
+                for key in [k for k in counts if k in gone or k.partition("@")[0] in gone]:
+                    del counts[key]
+
+    def forget_session_counts(self, session: str) -> None:
+        with self._lock:
+            for counts in (self._hits, self._draws):
+                for key in [k for k in counts if k.endswith(f"@{session}")]:
+                    del counts[key]
+
+    def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
+        with self._lock:
+            return {name: self._states.get((scope, name), INITIAL_STATE) for name in names}
+
+    def forget_states(self, scope: str | None) -> None:
+        with self._lock:
+            for key in [k for k in self._states if scope is None or k[0] == scope]:
+                del self._states[key]
 
     def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
         rows = self._live.get((scope, collection))

@@ -41,6 +41,7 @@ from ..base.errors import MockError
 from . import (
     COUNTED_KINDS,
     DRIFT_KINDS,
+    INITIAL_STATE,
     STATE_TIMEOUT,
     Book,
     BookChange,
@@ -49,6 +50,7 @@ from . import (
     RowsChange,
     StateError,
     Store,
+    Transition,
     unavailable,
 )
 from .records import Call, Entry
@@ -65,12 +67,18 @@ BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent a
 # what the writer queues: a call (journal entry, coverage call, session) or one exchange's drift kinds
 Queued = tuple[Entry, Call, str | None] | Mapping[str, dict[str, Any]]
 
-# the next hit of a scenario, or -1 when its `times` are used up: read, compare and count in one step
+# the next hit of a scenario, or -1 when its `times` are used up, or -2 when its state machine (field ARGV[3] of
+# the states hash, when given) is not in the required state ARGV[4]: read, compare, count and move in one step
 _HIT = """
 local field = ARGV[1] .. '|hits'
 local times = tonumber(ARGV[2])
 local hits = tonumber(redis.call('HGET', KEYS[1], field) or '0')
 if times > 0 and hits >= times then return -1 end
+if ARGV[3] ~= '' then
+  local now = redis.call('HGET', KEYS[2], ARGV[3]) or ARGV[7]
+  if ARGV[4] ~= '' and now ~= ARGV[4] then return -2 end
+  if ARGV[5] ~= '' and hits + 1 >= tonumber(ARGV[6]) then redis.call('HSET', KEYS[2], ARGV[3], ARGV[5]) end
+end
 return redis.call('HINCRBY', KEYS[1], field, 1)
 """
 
@@ -453,8 +461,13 @@ class RedisStore(Store):
         self._guarded(lambda: self._broadcast("book"))
         return changed[0]
 
-    def hit(self, uid: str, times: int | None) -> int:
-        return int(self._guarded(lambda: self._hit(keys=[self._k("counters")], args=[uid, times or 0])))
+    def hit(self, uid: str, times: int | None, transition: Transition | None = None) -> int:
+        machine: list[str | int] = ["", "", "", 0]  # no state machine: the script reads none
+        if transition is not None:
+            machine = [_machine(transition.scope, transition.name), transition.required or "", transition.new or "",
+                       transition.moves_from]
+        return int(self._guarded(lambda: self._hit(keys=[self._k("counters"), self._k("states")],
+                                                    args=[uid, times or 0, *machine, INITIAL_STATE])))
 
     def draw(self, uid: str) -> int:
         return int(self._guarded(lambda: self._redis.hincrby(self._k("counters"), f"{uid}|draws", 1))) - 1
@@ -470,9 +483,38 @@ class RedisStore(Store):
         if uids is None:
             self._guarded(lambda: self._redis.delete(self._k("counters")))
             return
-        fields = [f"{uid}|{kind}" for uid in uids for kind in ("hits", "draws")]
+        gone = set(uids)
+        fields = [f"{uid}|{kind}" for uid in gone for kind in ("hits", "draws")]
+        if gone:
+            fields += [f for f in self._counter_fields("*@*") if f.partition("@")[0] in gone]
         if fields:
             self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def forget_session_counts(self, session: str) -> None:
+        fields = self._counter_fields(f"*@{session}|*")
+        if fields:
+            self._guarded(lambda: self._redis.hdel(self._k("counters"), *fields))
+
+    def _counter_fields(self, match: str) -> list[str]:
+        """The fields of the counters hash that match a glob (no id or session name holds a glob's characters)."""
+        found = self._guarded(lambda: list(self._redis.hscan_iter(self._k("counters"), match=match)))
+        return [field.decode() for field, _ in found]
+
+    def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
+        names = list(names)
+        if not names:
+            return {}
+        values = self._guarded(lambda: self._redis.hmget(self._k("states"), [_machine(scope, n) for n in names]))
+        return {name: value.decode() if value else INITIAL_STATE for name, value in zip(names, values)}
+
+    def forget_states(self, scope: str | None) -> None:
+        key = self._k("states")
+        if scope is None:
+            self._guarded(lambda: self._redis.delete(key))
+            return
+        fields = [f for f, _ in self._guarded(lambda: list(self._redis.hscan_iter(key, match=_machine(scope, "*"))))]
+        if fields:
+            self._guarded(lambda: self._redis.hdel(key, *fields))
 
     def record(self, entry: Entry, call: Call, session: str | None) -> None:
         self._enqueue((entry, call, session))
@@ -593,3 +635,8 @@ class RedisStore(Store):
         if self._pid == os.getpid():
             with self._cond:
                 self._cond.notify_all()
+
+
+def _machine(scope: str | None, name: str) -> str:
+    """A named state machine's field in the states hash: a session name holds no `|`."""
+    return f"{scope or ''}|{name}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow, WWW-Authenticate"
+EXPOSED = "X-Request-Id, Retry-After, Location, Link, Allow, WWW-Authenticate, X-Mock-Scenario"
 
 
 def cors_headers(request_headers: Mapping[str, str], exposed: str = EXPOSED) -> dict[str, str]:

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -254,7 +255,23 @@ def test_scenarios_are_added_and_removed_with_the_form(page):
     form.locator("select[name=status]").select_option("")
     form.locator("input[name=latency]").fill("")  # a scenario that does nothing: the control API says why
     form.get_by_role("button", name="Add").click()
-    expect(form.locator(".problem")).to_have_text("a scenario must do something: give a status, a latency or a break")
+    expect(form.locator(".problem")).to_have_text(
+        "a scenario must do something: give a status, a latency, a break, steps or a newState")
+
+
+def test_a_scenario_shows_where_it_stands(page, server):
+    """Calls made elsewhere move a scenario on: the page shows the step it is at, the calls it still lets through
+    and its state machine."""
+    server.scenario(id="seq", operationId="listTestSets", after=1, state="db", newState="tired",
+                    steps=[{"status": 503, "times": 1}, {"latency": 5}])
+    row = page.locator("#scenarios tbody tr", has_text="seq")
+    expect(row.locator("td").nth(2)).to_have_text("status 503, step 1 of 2, after 1 more call, db is Started, "
+                                                  "moves it to tired")
+    call(server, "/v1/test-sets?limit=1")  # let through
+    with pytest.raises(urllib.error.HTTPError):  # the 503 of step 1
+        call(server, "/v1/test-sets?limit=1")
+    expect(row.locator("td").nth(2)).to_have_text("5 ms, step 2 of 2, db is tired, moves it to tired")
+    expect(row.locator("td").nth(4)).to_have_text("2")
 
 
 def test_the_pages_own_buttons_change_the_mock(page, server):

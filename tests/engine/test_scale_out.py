@@ -407,3 +407,20 @@ def test_a_404_does_not_wait_behind_a_worker_s_first_call_to_an_operation_while_
         assert status == 503 and answer["error"]["code"] == "mock-state-unavailable" and retry == "1", answer
         assert took < 2.0
         assert until(lambda: timed(port, TEST_SETS)[0] == 200, 5)
+
+
+def test_after_two_is_the_third_call_across_workers_and_replicas(fresh):
+    """`after: 2` counted in Redis: the third call fails wherever it lands (A's two workers, or B); a named state
+    moved on one replica is read on the other."""
+    a, b = fresh
+    cases = "/v1/test-sets/acme.drafting.corrections/versions/1.1.0/cases"
+    assert call(a, "/__mock/scenarios", "POST", [
+        {"operationId": "listTestSets", "status": 503, "after": 2, "times": 1},
+        {"operationId": "listTestSetVersionCases", "status": 503, "state": "db", "requiredState": "down"},
+        {"operationId": "listAgentTestSetCases", "state": "db", "newState": "down"}])[0] == 201
+    assert [call(port, TEST_SETS)[0] for port in (a, b, a, b, a)] == [200, 200, 503, 200, 200]
+    assert call(a, cases)[0] == 200
+    assert call(b, f"/v1/agents/acme.drafting/test-set/cases?projectId={SAMPLE_PROJECT}")[0] == 200
+    assert [call(port, cases)[0] for port in (a, b)] == [503, 503]
+    shown = call(a, "/__mock/scenarios")[1]["scenarios"]
+    assert [s.get("currentState") for s in shown if "state" in s] == ["down", "down"]

@@ -15,7 +15,7 @@ import redis
 
 from conftest import free_port
 from mockserver import state
-from mockserver.state import Book, Record, StateError, Store, memory, open_store, redis_store, unit
+from mockserver.state import Book, Record, StateError, Store, Transition, memory, open_store, redis_store, unit
 from mockserver.state.memory import MemoryStore
 from mockserver.state.records import Call, Entry
 
@@ -59,6 +59,41 @@ def test_times_are_exact_under_64_concurrent_hits(stores):
         hits = list(pool.map(hit, range(64)))
     assert sorted(h for h in hits if h > 0) == [1, 2, 3, 4, 5] and hits.count(-1) == 59
     assert first.hits(["u1"]) == {"u1": 5}
+
+
+def test_a_state_machine_moves_once_under_64_concurrent_hits(stores):
+    """Checked, counted and moved in one step: of 64 calls that need `Started` and move the machine on, one gets
+    through, in whichever process; another session's machine stays where it was."""
+    first, second = stores(), stores()
+    moving = Transition("alice", "order", required="Started", new="placed")
+    barrier = threading.Barrier(16)
+
+    def hit(n: int) -> int:
+        if n < 16:
+            barrier.wait()
+        return (first if n % 2 else second).hit("u1", None, moving)
+
+    with ThreadPoolExecutor(16) as pool:
+        hits = list(pool.map(hit, range(64)))
+    assert hits.count(1) == 1 and hits.count(-2) == 63
+    assert second.states("alice", ["order"]) == {"order": "placed"} and first.states("bob", ["order"]) == {
+        "order": "Started"}
+    first.hit("u2", None, Transition("bob", "order", new="placed"))
+    first.forget_states("alice")
+    assert second.states("alice", ["order"]) == {"order": "Started"}
+    assert second.states("bob", ["order"]) == {"order": "placed"}
+
+
+def test_a_sessions_counts_of_a_global_scenario_are_forgotten_with_it(stores):
+    first, second = stores(), stores()
+    for counter in ("g", "g@alice", "g@alice", "g@bob", "other@alice"):
+        first.hit(counter, None)
+    second.forget_session_counts("alice")
+    assert first.hits(["g", "g@alice", "g@bob", "other@alice"]) == {"g": 1, "g@alice": 0, "g@bob": 1,
+                                                                     "other@alice": 0}
+    first.hit("g@alice", None)
+    second.forget_counts(["g"])  # the scenario removed: every session's counts of it go too
+    assert first.hits(["g", "g@alice", "g@bob"]) == {"g": 0, "g@alice": 0, "g@bob": 0}
 
 
 def test_draws_are_one_sequence_for_every_process(stores):

@@ -61,14 +61,24 @@
 
   // -- scenarios ----------------------------------------------------------------------------------------------
   function describe(scenario) {
+    // what it does now (with steps: the current step's), then where it stands: waiting, step, state machine
+    const current = scenario.steps ? scenario.steps[scenario.step] : scenario;
     const does = [];
-    if (scenario.status) does.push(`status ${scenario.status}`);
-    if (scenario.latency !== undefined) {
-      const latency = scenario.latency;
+    if (current.status) does.push(`status ${current.status}`);
+    if (current.latency !== undefined) {
+      const latency = current.latency;
       does.push(typeof latency === "number" ? `${latency} ms` : `${latency.min}–${latency.max} ms`);
     }
-    if (scenario.break) does.push(`break: ${scenario.break}`);
+    if (current.break) does.push(`break: ${current.break}`);
+    if (scenario.steps && !does.length) does.push("lets calls through");
     if (scenario.rate !== undefined) does.push(`${Math.round(scenario.rate * 100)} % of calls`);
+    if (scenario.steps) does.push(`step ${scenario.step + 1} of ${scenario.steps.length}`);
+    if (scenario.waiting) does.push(`after ${scenario.waiting} more call${scenario.waiting === 1 ? "" : "s"}`);
+    if (scenario.state) {
+      does.push(`${scenario.state} is ${scenario.currentState}` +
+        (scenario.requiredState ? `, acts in ${scenario.requiredState}` : "") +
+        (scenario.newState ? `, moves it to ${scenario.newState}` : ""));
+    }
     const on = [scenario.pathParams, scenario.query].filter(Boolean)
       .map((values) => Object.entries(values).map(([k, v]) => `${k}=${v}`).join(" "));
     return does.join(", ") + (on.length ? ` when ${on.join(" ")}` : "");

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -33,6 +34,7 @@ from .query import ItemQuery, ListQuery, page_names, to_json
 from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
+from .templates import AnswerTemplate
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
@@ -50,6 +52,7 @@ class Answer:
     body: bytes | None = None  # already serialised (a page joined from JSON made at start-up)
     prechecked: bool = False  # its body was checked against the description already
     key: tuple[str, str, str] | None = None  # a generated answer's identity: operation, media type, request
+    fresh: bool = False  # made for this request alone (a template read it): never served again from a cache
 
 
 @dataclass
@@ -70,6 +73,7 @@ class _ErrorRule:
 class _Respond:
     when: Condition | None
     answer: Answer
+    template: AnswerTemplate | None = None  # None: the answer is served as written
 
 
 @dataclass
@@ -159,7 +163,8 @@ class Answers:
                 result.requires.append((collection, [Filter(f) for f in raw["where"]],
                                         self._error_rule(op, raw, located, "require", i)))
         for i, raw in enumerate(config.get("reject", [])):
-            result.rejects.append((compile_condition(raw["when"]), self._error_rule(op, raw, located, "reject", i)))
+            result.rejects.append((self._condition(raw["when"], located, "reject", i, "when"),
+                                   self._error_rule(op, raw, located, "reject", i)))
         if "list" in config:
             collection = self._collection(config["list"]["from"], fixtures, located, "list", "from")
             if collection:
@@ -178,12 +183,30 @@ class Answers:
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
         for i, raw in enumerate(config.get("respond", [])):
-            answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
-                            dict(raw.get("headers", {})),
-                            f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}")
-            self._check_body(op, answer, located, "respond", i, "body")
-            result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
+            origin = f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}"
+            template = AnswerTemplate.of(raw, origin)
+            for problem in template.problems if template else ():
+                self.problems.append(located.problem(problem.message, "template", "respond", i, *problem.tokens))
+            # a templated status is known once rendered: its body is checked in each answer, not here
+            answer = Answer(op.success_status if template and template.status else raw["status"], raw.get("body"),
+                            raw.get("mediaType"), "fixture", dict(raw.get("headers", {})), origin)
+            if not (template and template.status):
+                self._check_body(op, answer, located, "respond", i, "body",
+                                 templated=template.pointers if template else ())
+            when = self._condition(raw["when"], located, "respond", i, "when") if "when" in raw else None
+            result.respond.append(_Respond(when, answer, template))
         return result
+
+    def _condition(self, spec: dict[str, Any], located: Located, *where: Any) -> Condition:
+        """A `when`, compiled; a `matches` that is not a regular expression is a problem at its place."""
+        for tokens, pattern in _patterns(spec):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                self.problems.append(located.problem(f"matches {pattern!r} is not a regular expression: {exc}",
+                                                     "matches", *where, *tokens))
+                return lambda ctx: False
+        return compile_condition(spec)
 
     def _write(self, op: Operation, kind: str, located: Located, fixtures: FixtureSet) -> Write | None:
         """A declared write: its collection must have a key (the create's own `key` can give it one) and an
@@ -211,7 +234,13 @@ class Answers:
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
         read += [query.collection.name for query in (fixture.listing, fixture.item) if query is not None]
-        return fixture.write is not None or any(name in self.live for name in read)
+        counts = any(entry.template is not None and entry.template.uses_sequence for entry in fixture.respond)
+        return fixture.write is not None or counts or any(name in self.live for name in read)
+
+    def _next_in_sequence(self, op_id: str) -> int:
+        """A template's `sequence()`: 1, 2, 3 … per operation, counted in the store (shared by every worker on
+        Redis); a reset starts it again."""
+        return self.store.draw(f"sequence|{op_id}") + 1
 
     def versions(self, session: str | None) -> tuple[str | None, ...]:
         """The version of each written collection as the session sees it: what a kept answer was made from."""
@@ -283,7 +312,10 @@ class Answers:
                     index, f"breaks the {op.id} response schema: {error.message}", str(error.validator), inner))
                 break  # one problem per item is enough to find it
 
-    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any) -> None:
+    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any,
+                    templated: Sequence[str] = ()) -> None:
+        """A fixed answer's body against its status's schema; where it has templates (`templated`: pointers
+        into the body), each rendered answer is checked instead."""
         response = op.response(answer.status)
         if response is None:
             self.problems.append(located.problem(f"{op.id} declares no status {answer.status}", "status", *where[:-1]))
@@ -292,8 +324,11 @@ class Answers:
         if media is None or media.schema is None:
             return
         for error in iter_errors(media.schema.validator, answer.payload):
+            pointer = instance_pointer(error)
+            if any(_related(pointer, str(error.validator), place) for place in templated):
+                continue
             self.problems.append(located.problem(f"breaks the {op.id} {answer.status} schema: {error.message}",
-                                                 str(error.validator), *where, *_tokens(instance_pointer(error))))
+                                                 str(error.validator), *where, *_tokens(pointer)))
 
     # -- request path --------------------------------------------------------------------------------------
     def check_rules(self, op: Operation, ctx: Context) -> None:
@@ -358,9 +393,15 @@ class Answers:
         status = decision.status
         media_type = decision.media_type or "application/json"
         if decision.respond is not None:
-            answer = fixture.respond[decision.respond].answer
-            return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
-                          dict(answer.headers), answer.origin)
+            entry = fixture.respond[decision.respond]
+            answer = entry.answer
+            if entry.template is None:
+                return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
+                              dict(answer.headers), answer.origin)
+            names = entry.template.names(ctx, partial(self._next_in_sequence, op.id))
+            status, headers, payload = entry.template.render(names, answer.status, answer.headers, answer.payload)
+            return Answer(status, payload, answer.media_type or media_type, "fixture", headers, answer.origin,
+                          fresh=True)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
@@ -489,6 +530,30 @@ class Answers:
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""
         return random.Random(zlib.crc32(f"{self.seed}|{key}".encode()))
+
+
+# rules an object or array breaks whatever values its members have: a templated member does not excuse them
+_SHAPE_RULES = frozenset({"required", "additionalProperties", "unevaluatedProperties", "propertyNames",
+                          "minProperties", "maxProperties", "minItems", "maxItems"})
+
+
+def _related(pointer: str, rule: str, templated: str) -> bool:
+    """Whether an error at `pointer` may come from the template at `templated` (whose value is not known
+    before a request): it is there or inside it, or around it and not about the shape alone."""
+    if pointer == templated or pointer.startswith(templated + "/"):
+        return True
+    return templated.startswith(pointer + "/") and rule not in _SHAPE_RULES
+
+
+def _patterns(spec: dict[str, Any], tokens: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """The `matches` patterns of a condition, with where each is."""
+    if "matches" in spec:
+        yield (*tokens, "matches"), spec["matches"]
+    for combined in ("all", "any"):
+        for index, inner in enumerate(spec.get(combined, [])):
+            yield from _patterns(inner, (*tokens, combined, index))
+    if "not" in spec:
+        yield from _patterns(spec["not"], (*tokens, "not"))
 
 
 def _tokens(pointer: str) -> list[str]:

@@ -1,0 +1,250 @@
+"""Fixture answers built from the request: a `respond` answer's status, header values and body strings may be
+Jinja2 templates (`{{ body.name }}`), compiled once at start-up in Jinja2's sandbox and rendered per request.
+
+A string that is one expression and nothing else keeps the expression's type (`"{{ body.age }}"` is a number when
+the body's `age` is); any other template gives text. What a template may read is fixed (`NAMES`); an unknown name,
+an attribute or key starting with `_` (the way out of any Python sandbox) and a `jsonpath()`/`pointer()` of a path
+that is not a literal are start-up problems, as is a template Jinja2 cannot compile. Request data is only ever a
+value: text echoed from a request is never read as a template. An answer without templates pays nothing."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, Undefined, UndefinedError, nodes
+from jinja2.meta import find_undeclared_variables
+from jinja2.sandbox import SandboxedEnvironment
+from jsonpath_ng.exceptions import JSONPathError
+from jsonpath_ng.ext import parse as parse_jsonpath
+
+from ..base.errors import MockError
+from ..base.pointers import pointer_join
+from .rules import MISSING, Context, pointer_getter
+
+# what a template may read: the request's values, and what the mock makes for the answer
+NAMES = ("path", "query", "header", "cookie", "caller", "body", "requestId", "now", "uuid", "sequence", "pointer",
+         "jsonpath")
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+_WHOLE = re.compile(r"\s*\{\{(?P<expression>.*)\}\}\s*", re.S)
+_SCALARS = (str, int, bool, type(None))
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+@dataclass(frozen=True)
+class TemplateProblem:
+    """A template that cannot be used, found at start-up, with where it is: JSON Pointer tokens under the answer."""
+
+    tokens: tuple[Any, ...]
+    message: str
+
+
+Names = dict[str, Any]  # what the templates read for one request (`AnswerTemplate.names`)
+# what a user's template may raise while it renders: the answer is then the mock's own 500, naming the template
+_RENDER_ERRORS = (TemplateError, TypeError, ValueError, ArithmeticError, LookupError)
+
+
+class _Failed(Exception):
+    def __init__(self, template: _Template, reason: str) -> None:
+        super().__init__(reason)
+        self.template = template
+        self.reason = reason
+
+
+@dataclass
+class _Template:
+    """One templated string: where it stands in the answer, its text, and how it renders."""
+
+    pointer: str
+    source: str
+    render: Callable[[Names], Any]
+
+    def __call__(self, names: Names) -> Any:
+        try:
+            return self.render(names)
+        except _RENDER_ERRORS as exc:
+            raise _Failed(self, f"cannot be rendered: {exc}") from None
+
+
+@dataclass
+class AnswerTemplate:
+    """The templates of one `respond` answer. `pointers` are where the body has templates, as JSON Pointers into
+    the body (the start-up check of the body leaves their values to the check of each rendered answer)."""
+
+    origin: str  # file:line of the answer, for messages
+    status: _Template | None = None
+    headers: dict[str, _Template | str] = field(default_factory=dict)
+    body: Callable[[Names], Any] | None = None  # None: the body has no template
+    pointers: list[str] = field(default_factory=list)
+    uses_sequence: bool = False  # `sequence()`: counted in the store, so on Redis a round trip
+    problems: list[TemplateProblem] = field(default_factory=list)
+    _paths: dict[str, Any] = field(default_factory=dict)  # JSONPath text -> compiled, for `jsonpath()`
+
+    @classmethod
+    def of(cls, raw: dict[str, Any], origin: str) -> AnswerTemplate | None:
+        """The templates of a `respond` entry, or None when it has none (the answer is served as written)."""
+        headers = raw.get("headers") or {}
+        if not any(is_template(v) for v in (raw["status"], *headers.values())) and not _has_template(raw.get("body")):
+            return None
+        made = cls(origin)
+        if is_template(raw["status"]):
+            made.status = made._compile(raw["status"], ("status",))
+        made.headers = {name: made._compile(value, ("headers", name)) if is_template(value) else value
+                        for name, value in headers.items()}
+        made.body = made._node(raw.get("body"), ("body",))
+        return made
+
+    # -- start-up ------------------------------------------------------------------------------------------
+    def _node(self, value: Any, tokens: tuple[Any, ...]) -> Callable[[Names], Any] | None:
+        """A function making this part of the body for a request's values, or None when it has no template
+        (it is then used as written, shared by every answer: answers are never changed in place)."""
+        if is_template(value):
+            self.pointers.append(pointer_join("", *tokens[1:]))  # within the body
+            return self._compile(value, tokens)
+        if isinstance(value, dict):
+            parts = {key: self._node(inner, (*tokens, key)) for key, inner in value.items()}
+            if not any(parts.values()):
+                return None
+            return lambda names: {key: make(names) if make else value[key] for key, make in parts.items()}
+        if isinstance(value, list):
+            items = [self._node(inner, (*tokens, index)) for index, inner in enumerate(value)]
+            if not any(items):
+                return None
+            return lambda names: [make(names) if make else value[i] for i, make in enumerate(items)]
+        return None
+
+    def _compile(self, source: str, tokens: tuple[Any, ...]) -> _Template:
+        pointer = pointer_join("", *tokens)
+        try:
+            tree = _ENV.parse(source)
+            self._check(tree, tokens)
+            whole = _WHOLE.fullmatch(source)
+            if whole is not None and "{{" not in whole["expression"] and "}}" not in whole["expression"]:
+                expression = _ENV.compile_expression(whole["expression"], undefined_to_none=False)
+                render: Callable[[Names], Any] = lambda names: _value(expression(**names))  # noqa: E731
+            else:
+                render = _ENV.from_string(source).render
+        except TemplateSyntaxError as exc:
+            self.problems.append(TemplateProblem(tokens, f"the template {source!r} does not compile: "
+                                                         f"{exc.message} (line {exc.lineno} of the template)"))
+            render = str
+        return _Template(pointer, source, render)
+
+    def _check(self, tree: nodes.Template, tokens: tuple[Any, ...]) -> None:
+        """What the sandbox would only stop at run time is refused here: a name templates do not know, an
+        attribute or key starting with `_`, and a path given to `jsonpath()`/`pointer()` that is not a literal
+        (JSONPaths are compiled here, once)."""
+        unknown = sorted(find_undeclared_variables(tree) - set(NAMES))
+        if unknown:
+            self.problems.append(TemplateProblem(tokens, f"the template uses {', '.join(unknown)}, which templates "
+                                                         f"do not know; they know {', '.join(NAMES)}"))
+        for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter)):
+            name = _attribute(node)
+            if isinstance(name, str) and name.startswith("_"):
+                self.problems.append(TemplateProblem(tokens, f"the template reads {name!r}: names starting with "
+                                                             "'_' are refused (they lead out of the sandbox)"))
+        for call in tree.find_all(nodes.Call):
+            function = call.node.name if isinstance(call.node, nodes.Name) else None
+            self.uses_sequence = self.uses_sequence or function == "sequence"
+            if function not in ("jsonpath", "pointer"):
+                continue
+            path = call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], nodes.Const) else None
+            if not isinstance(path, str):
+                example = "'$.a'" if function == "jsonpath" else "'/a'"
+                self.problems.append(TemplateProblem(tokens, f"{function}() takes one literal path, as in "
+                                                             f"{function}({example})"))
+            elif function == "pointer" and path and not path.startswith("/"):
+                self.problems.append(TemplateProblem(tokens, f"pointer({path!r}): a JSON Pointer starts with '/'"))
+            elif function == "jsonpath" and path not in self._paths:
+                try:
+                    self._paths[path] = parse_jsonpath(path)
+                except JSONPathError as exc:
+                    self.problems.append(TemplateProblem(tokens, f"jsonpath({path!r}) is not a JSONPath: {exc}"))
+
+    # -- request path --------------------------------------------------------------------------------------
+    def names(self, ctx: Context, sequence: Callable[[], int]) -> Names:
+        """What the templates read for this request."""
+        request = ctx.request
+        body = request.body
+
+        def pointer(path: str) -> Any:
+            found = pointer_getter(path)(body)
+            return _ENV.undefined(f"the request body has no value at {path}") if found is MISSING else found
+
+        def jsonpath(path: str) -> list[Any]:
+            return [match.value for match in self._paths[path].find(body)]
+
+        return {"path": request.path, "query": request.query, "header": {**ctx.headers, **request.header},
+                "cookie": request.cookie, "body": body, "requestId": ctx.request_id,
+                "caller": {"id": ctx.caller.id, "tenant": ctx.caller.tenant},
+                "now": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "uuid": lambda: str(uuid.uuid4()), "sequence": sequence, "pointer": pointer, "jsonpath": jsonpath}
+
+    def render(self, names: Names, status: int, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+        """The answer for a request: the written `status`, `headers` and `body` with their templates rendered; a
+        template that fails is the mock's own 500 `mock-fixture-error` naming it."""
+        try:
+            return self._status(names, status), self._headers(names, headers), self.body(names) if self.body else body
+        except _Failed as failed:
+            template = failed.template
+            raise MockError(500, f"the template {template.source!r} at {template.pointer} of the fixture answer at "
+                                 f"{self.origin} {failed.reason}", code="mock-fixture-error",
+                            details={"origin": self.origin, "pointer": template.pointer,
+                                     "template": template.source}) from None
+
+    def _status(self, names: Names, written: int) -> int:
+        if self.status is None:
+            return written
+        status = self.status(names)
+        if isinstance(status, str) and status.strip().isdigit():
+            status = int(status)
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            raise _Failed(self.status, f"gives the status {status!r}, not one from 100 to 599")
+        return status
+
+    def _headers(self, names: Names, written: dict[str, str]) -> dict[str, str]:
+        headers = dict(written)
+        for name, value in self.headers.items():
+            if isinstance(value, str):
+                continue
+            rendered = value(names)
+            text = rendered if isinstance(rendered, str) else json.dumps(rendered)
+            if any(ord(c) < 32 or ord(c) == 127 for c in text):  # a line break would end the header early
+                raise _Failed(value, "gives a header value with a control character (a line break?)")
+            headers[name] = text
+        return headers
+
+
+def _value(result: Any) -> Any:
+    """A whole-value template's result as JSON: its own type when it is one JSON has."""
+    if isinstance(result, Undefined):
+        raise UndefinedError(result._undefined_message)
+    if isinstance(result, _SCALARS) or isinstance(result, float) and math.isfinite(result):
+        return result
+    return json.loads(json.dumps(result, allow_nan=False))  # a tuple is a list; anything else JSON lacks raises
+
+
+def _attribute(node: nodes.Node) -> Any:
+    """The attribute or key a node reads when it is a literal: `x.name`, `x['name']`, `x | attr('name')`."""
+    if isinstance(node, nodes.Getattr):
+        return node.attr
+    if isinstance(node, nodes.Getitem):
+        return getattr(node.arg, "value", None)
+    args = getattr(node, "args", None)
+    return getattr(args[0], "value", None) if getattr(node, "name", None) == "attr" and args else None
+
+
+def _has_template(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_template(v) for v in value)
+    return is_template(value)

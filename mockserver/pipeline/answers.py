@@ -123,6 +123,8 @@ class Answers:
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
+        # operation -> (request example, its name), for the request examples a response has one of the same name
+        self._paired = {op.id: pairs for op in spec.operations.values() if (pairs := _paired_examples(op))}
         # the collections some operation writes to: their reads go through the store (the others' never do)
         self.live = {located.value[kind][into]: LiveCollection(fixtures.collections[located.value[kind][into]],
                                                                 max_items)
@@ -238,7 +240,7 @@ class Answers:
         return fixture.write is not None or counts or any(name in self.live for name in read)
 
     def _next_in_sequence(self, op_id: str) -> int:
-        """A template's `sequence()`: 1, 2, 3 … per operation, counted in the store (shared by every worker on
+        """A template's `sequence`: 1, 2, 3 … per operation, counted in the store (shared by every worker on
         Redis); a reset starts it again."""
         return self.store.draw(f"sequence|{op_id}") + 1
 
@@ -351,7 +353,9 @@ class Answers:
         """What answers, before any body is built: the status (`Prefer: code=`, else the success), the media type
         `Accept` picks, and the source: the example `Prefer: example=` names (a 400 when there is none of that
         name), else the fixture (JSON only, for the success; not for a request's own `Prefer: dynamic=true`), else
-        the first usable example (not for varied data), else data generated from the schema."""
+        the response example named as the request example the body agrees with (Prism's pairing), else the first
+        usable example (neither for varied data), else data generated from the schema. A templated fixture
+        answer's status is known once it is rendered (`build`)."""
         status = preferred_status(op, prefer.code) if prefer.code is not None else op.success_status
         response = op.response(status)
         media = negotiate(response.content, accept) if response else None
@@ -368,7 +372,7 @@ class Answers:
                     if entry.when is None or entry.when(ctx):
                         return Decision(entry.answer.status, media, "fixture", respond=index)
         if not prefer.dynamic:
-            name = self._example(op, media, None, status)
+            name = self._paired_example(op, ctx, media) or self._example(op, media, None, status)
             if name is not None:
                 return Decision(status, media, "example", example=name)
         return Decision(status, media, "generated", static=not prefer.dynamic)
@@ -459,6 +463,15 @@ class Answers:
                                          f"at {instance_pointer(error) or '/'}: {error.message}; it is not "
                                          "served unless asked for", str(error.validator), line))
         return value, error is None
+
+    def _paired_example(self, op: Operation, ctx: Context, media: MediaType | None) -> str | None:
+        """The name of the first request example the request's body agrees with (`_agrees`) when the answer's
+        media type has an example of that name."""
+        pairs = self._paired.get(op.id)
+        if not pairs or media is None:
+            return None
+        body = ctx.request.body
+        return next((name for example, name in pairs if name in media.examples and _agrees(example, body)), None)
 
     def _example(self, op: Operation, media: MediaType | None, name: str | None, status: int) -> str | None:
         """The name of the example that answers `status`: `name` (`Prefer: example=`; one the answer lacks is a 400
@@ -554,6 +567,29 @@ def _patterns(spec: dict[str, Any], tokens: tuple[Any, ...] = ()) -> Iterator[tu
             yield from _patterns(inner, (*tokens, combined, index))
     if "not" in spec:
         yield from _patterns(spec["not"], (*tokens, "not"))
+
+
+def _paired_examples(op: Operation) -> list[tuple[Any, str]]:
+    """The request body's examples (of any media type; the first of a name) that some response of the operation
+    has an example of the same name for."""
+    if op.request_body is None:
+        return []
+    answered = {name for response in op.responses.values() for media in response.content.values()
+                for name in media.examples}
+    found: dict[str, Any] = {}
+    for media in op.request_body.content.values():
+        for name, example in media.examples.items():
+            if name in answered:
+                found.setdefault(name, example)
+    return [(example, name) for name, example in found.items()]
+
+
+def _agrees(example: Any, body: Any) -> bool:
+    """A body agrees with a request example that is an object when it has each of its members with the same
+    value (it may have more); with any other example when it is equal to it."""
+    if isinstance(example, dict) and isinstance(body, dict):
+        return all(name in body and body[name] == value for name, value in example.items())
+    return bool(example == body)
 
 
 def _tokens(pointer: str) -> list[str]:

@@ -84,7 +84,7 @@ class AnswerTemplate:
     headers: dict[str, _Template | str] = field(default_factory=dict)
     body: Callable[[Names], Any] | None = None  # None: the body has no template
     pointers: list[str] = field(default_factory=list)
-    uses_sequence: bool = False  # `sequence()`: counted in the store, so on Redis a round trip
+    uses_sequence: bool = False  # `sequence`: counted in the store, so on Redis a round trip
     problems: list[TemplateProblem] = field(default_factory=list)
     _paths: dict[str, Any] = field(default_factory=dict)  # JSONPath text -> compiled, for `jsonpath()`
 
@@ -142,7 +142,9 @@ class AnswerTemplate:
         """What the sandbox would only stop at run time is refused here: a name templates do not know, an
         attribute or key starting with `_`, and a path given to `jsonpath()`/`pointer()` that is not a literal
         (JSONPaths are compiled here, once)."""
-        unknown = sorted(find_undeclared_variables(tree) - set(NAMES))
+        used = find_undeclared_variables(tree)
+        self.uses_sequence = self.uses_sequence or "sequence" in used
+        unknown = sorted(used - set(NAMES) - set(_ENV.globals))  # Jinja2's own (`range`, …) are known too
         if unknown:
             self.problems.append(TemplateProblem(tokens, f"the template uses {', '.join(unknown)}, which templates "
                                                          f"do not know; they know {', '.join(NAMES)}"))
@@ -153,7 +155,6 @@ class AnswerTemplate:
                                                              "'_' are refused (they lead out of the sandbox)"))
         for call in tree.find_all(nodes.Call):
             function = call.node.name if isinstance(call.node, nodes.Name) else None
-            self.uses_sequence = self.uses_sequence or function == "sequence"
             if function not in ("jsonpath", "pointer"):
                 continue
             path = call.args[0].value if len(call.args) == 1 and isinstance(call.args[0], nodes.Const) else None
@@ -171,7 +172,8 @@ class AnswerTemplate:
 
     # -- request path --------------------------------------------------------------------------------------
     def names(self, ctx: Context, sequence: Callable[[], int]) -> Names:
-        """What the templates read for this request."""
+        """What the templates read for this request; `uuid` and `sequence` (drawn only when a template reads
+        it) are one fresh id per answer, the same wherever the answer uses them (its body's `id`, `Location`)."""
         request = ctx.request
         body = request.body
 
@@ -186,7 +188,8 @@ class AnswerTemplate:
                 "cookie": request.cookie, "body": body, "requestId": ctx.request_id,
                 "caller": {"id": ctx.caller.id, "tenant": ctx.caller.tenant},
                 "now": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                "uuid": lambda: str(uuid.uuid4()), "sequence": sequence, "pointer": pointer, "jsonpath": jsonpath}
+                "uuid": str(uuid.uuid4()), "sequence": sequence() if self.uses_sequence else None,
+                "pointer": pointer, "jsonpath": jsonpath}
 
     def render(self, names: Names, status: int, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
         """The answer for a request: the written `status`, `headers` and `body` with their templates rendered; a

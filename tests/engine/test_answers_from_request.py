@@ -1,6 +1,11 @@
-"""Fixture answers built from the request (issue 33 item 1): a `respond` answer's status, headers and body are
-Jinja2 templates in its sandbox, compiled once at start-up, rendered per request, still checked against the
-description; through HTTP in process, on the small pets description and on Kindgi."""
+"""Answers that follow the request (issue 33), through HTTP in process on the small pets description, on Kindgi
+and on a small orders description written here.
+
+Item 1: a `respond` answer's status, headers and body are Jinja2 templates in its sandbox, compiled once at
+start-up, rendered per request, still checked against the description.
+Item 2: a `when` tests the body at a JSON pointer (equals, matches, present, contains), JSON and form and
+multipart alike; without a fixture, the response example named as the request example the body agrees with
+answers (Prism's pairing); `Prefer: example=` still wins."""
 import shutil
 import textwrap
 
@@ -153,3 +158,170 @@ def test_a_kindgi_answer_echoes_query_caller_and_request_id_with_their_types(kin
     assert body(answers[0])["data"][0]["description"] != body(answers[1])["data"][0]["description"]
     fewer = client.get("/v1/test-sets?limit=1&name=acme", headers=DEMO)
     assert body(fewer)["hasMore"] is False, fewer.text
+
+
+ORDERS = """\
+openapi: 3.0.3
+info: {title: Orders, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: placeOrder
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/Order"}
+            examples:
+              small: {value: {items: [pen], customer: {tier: basic}}}
+              bulk: {value: {items: [pen, ink, paper], customer: {tier: gold}}}
+      responses:
+        "201":
+          description: Placed
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Placed"}
+              examples:
+                small: {value: {status: queued, lane: standard}}
+                bulk: {value: {status: review, lane: freight}}
+  /contact:
+    post:
+      operationId: contact
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            schema: {type: object, properties: {topic: {type: string}, urgent: {type: boolean}}}
+          multipart/form-data:
+            schema: {type: object, properties: {topic: {type: string}, urgent: {type: boolean}}}
+      responses:
+        "200":
+          description: Routed
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Placed"}
+components:
+  schemas:
+    Order:
+      type: object
+      properties:
+        items: {type: array, items: {type: string}}
+        customer: {type: object, properties: {tier: {type: string}}}
+        note: {type: string}
+    Placed:
+      type: object
+      required: [status]
+      properties: {status: {type: string}, lane: {type: string}}
+"""
+
+
+def orders(write, tmp_path, operations: str = ""):
+    write("orders.yaml", ORDERS)
+    write("fx/orders.yaml", SETTINGS + ("operations:\n" + textwrap.indent(textwrap.dedent(operations), "  ")
+                                        if operations else ""))
+    return create_app(tmp_path / "orders.yaml", tmp_path / "fx").test_client()
+
+
+ROUTES = """\
+placeOrder:
+  respond:
+    - when: {body: /customer/tier, equals: gold}
+      status: 201
+      body: {status: vip}
+    - when: {body: /items, contains: ink}
+      status: 201
+      body: {status: inky}
+    - when: {body: /note, matches: "^rush\\\\b", ignoreCase: true}
+      status: 201
+      body: {status: rushed}
+    - when: {all: [{body: /items/0, present: true}, {body: /note, present: false}]}
+      status: 201
+      body: {status: plain}
+    - status: 201
+      body: {status: other}
+contact:
+  respond:
+    - when: {all: [{body: /topic, equals: billing}, {body: /urgent, equals: true}]}
+      status: 200
+      body: {status: billing-now}
+    - when: {body: /topic, matches: "^bill"}
+      status: 200
+      body: {status: billing}
+    - status: 200
+      body: {status: general}
+"""
+
+
+@pytest.mark.parametrize(("sent", "status"), [
+    ({"items": ["pen"], "customer": {"tier": "gold"}}, "vip"),  # equality at a pointer, first match wins
+    ({"items": ["pen", "ink"], "customer": {"tier": "basic"}}, "inky"),  # an array that contains the value
+    ({"items": ["pen"], "note": "RUSH please"}, "rushed"),  # a regular expression, in any letter case
+    ({"items": ["pen"]}, "plain"),  # present and absent
+    ({"items": [], "note": "whenever"}, "other"),
+])
+def test_a_when_on_a_json_body_field_picks_the_answer(write, tmp_path, sent, status):
+    client = orders(write, tmp_path, ROUTES)
+    assert body(client.post("/orders", json=sent)) == {"status": status}
+
+
+def test_form_and_multipart_fields_are_matched_as_typed_by_the_schema(write, tmp_path):
+    client = orders(write, tmp_path, ROUTES)
+    form = {"topic": "billing", "urgent": "true"}  # `urgent` is a boolean by the schema: `equals: true` holds
+    assert body(client.post("/contact", data=form, content_type="application/x-www-form-urlencoded")) == {
+        "status": "billing-now"}
+    assert body(client.post("/contact", data={"topic": "billing-dispute"}, content_type="multipart/form-data")) == {
+        "status": "billing"}
+    assert body(client.post("/contact", data={"topic": "hello"}, content_type="multipart/form-data")) == {
+        "status": "general"}
+
+
+def test_a_create_on_pets_answers_by_a_body_field(write, tmp_path):
+    write("fx/pets.yaml", SETTINGS + textwrap.dedent("""\
+        operations:
+          addPet:
+            respond:
+              - when: {body: /kind, in: [cat, dog]}
+                status: 201
+                body: {id: 7, name: "{{ body.name }}", kind: "{{ body.kind }}", createdAt: "2024-01-01T00:00:00Z"}
+              - status: 409
+                body: {error: {code: conflict, message: "{{ body.kind | default('no kind') }} is not welcome"}}
+        """))
+    client = create_app(PETS / "openapi.yaml", tmp_path / "fx").test_client()
+    cat = client.post("/pets", json={"name": "Tom", "kind": "cat"})
+    assert cat.status_code == 201 and body(cat)["kind"] == "cat"
+    bird = client.post("/pets", json={"name": "Tweety", "kind": "bird"})
+    assert bird.status_code == 409 and body(bird)["error"]["message"] == "bird is not welcome"
+
+
+def test_the_response_example_paired_with_the_request_example_answers(write, tmp_path):
+    client = orders(write, tmp_path)  # no fixture for placeOrder: the examples answer
+    bulk = {"items": ["pen", "ink", "paper"], "customer": {"tier": "gold"}, "note": "more members are fine"}
+    assert body(client.post("/orders", json=bulk)) == {"status": "review", "lane": "freight"}
+    assert body(client.post("/orders", json={"items": ["pen"], "customer": {"tier": "basic"}})) == {
+        "status": "queued", "lane": "standard"}
+    # a body no request example agrees with gets the first example, as before; Prefer: example= still wins
+    assert body(client.post("/orders", json={"items": ["ink"]}))["lane"] == "standard"
+    assert body(client.post("/orders", json=bulk, headers={"Prefer": "example=small"}))["lane"] == "standard"
+
+
+def test_a_bad_regular_expression_or_pointer_stops_start_up_where_it_is(write, tmp_path):
+    write("fx/contact.yaml", """\
+        operations:
+          contact:
+            respond:
+              - when: {body: topic, present: true}
+                status: 200
+                body: {status: x}
+        """)
+    with pytest.raises(LoadError) as caught:
+        orders(write, tmp_path, """\
+            placeOrder:
+              respond:
+                - when: {any: [{body: /note, equals: x}, {not: {body: /note, matches: "(unclosed"}}]}
+                  status: 201
+                  body: {status: x}
+            """)
+    pointer, pattern = sorted(caught.value.problems, key=lambda p: p.file)  # contact.yaml, orders.yaml
+    assert pattern.file.endswith("orders.yaml") and pattern.line == 5
+    assert pattern.pointer == "/operations/placeOrder/respond/0/when/any/1/not/matches"
+    assert "'(unclosed' is not a regular expression" in pattern.message
+    assert pointer.file.endswith("contact.yaml") and pointer.line == 4
+    assert pointer.pointer == "/operations/contact/respond/0/when/body" and pointer.rule == "pattern"

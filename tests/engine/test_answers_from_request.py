@@ -59,6 +59,16 @@ def test_a_templated_create_echoes_the_body_with_server_made_ids(write, tmp_path
     assert made["createdAt"].endswith("Z") and made["createdAt"][:4].isdigit()
 
 
+@pytest.mark.slow  # a redis-server
+def test_sequence_is_counted_once_for_every_worker_on_redis_and_a_reset_starts_it_again(write, tmp_path, redis_url):
+    write("fx/pets.yaml", SETTINGS + "operations:\n" + textwrap.indent(textwrap.dedent(CREATE), "  "))
+    workers = [create_app(PETS / "openapi.yaml", tmp_path / "fx", state=redis_url).test_client() for _ in range(2)]
+    ids = [body(workers[n % 2].post("/pets", json={"name": "Rex", "kind": "dog"}))["id"] for n in range(4)]
+    assert ids == [1, 2, 3, 4]
+    assert workers[0].post("/__mock/reset", json={}).status_code == 200
+    assert body(workers[1].post("/pets", json={"name": "Rex", "kind": "dog"}))["id"] == 1
+
+
 def test_a_request_lacking_what_a_template_needs_is_the_mocks_own_500_naming_it(write, tmp_path):
     client = pets(write, tmp_path, CREATE)
     answer = client.post("/pets", json={"name": "Rex"})  # no kind

@@ -86,21 +86,21 @@ class AnswerTemplate:
     pointers: list[str] = field(default_factory=list)
     uses_sequence: bool = False  # `sequence`: counted in the store, so on Redis a round trip
     problems: list[TemplateProblem] = field(default_factory=list)
-    _paths: dict[str, Any] = field(default_factory=dict)  # JSONPath text -> compiled, for `jsonpath()`
+    # the paths `jsonpath()` and `pointer()` are given, compiled: by their text
+    _jsonpaths: dict[str, Any] = field(default_factory=dict)
+    _pointers: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, raw: dict[str, Any], origin: str) -> AnswerTemplate | None:
         """The templates of a `respond` entry, or None when it has none (the answer is served as written)."""
-        headers = raw.get("headers") or {}
-        if not any(is_template(v) for v in (raw["status"], *headers.values())) and not _has_template(raw.get("body")):
-            return None
         made = cls(origin)
         if is_template(raw["status"]):
             made.status = made._compile(raw["status"], ("status",))
         made.headers = {name: made._compile(value, ("headers", name)) if is_template(value) else value
-                        for name, value in headers.items()}
+                        for name, value in (raw.get("headers") or {}).items()}
         made.body = made._node(raw.get("body"), ("body",))
-        return made
+        templated = made.status or made.body or any(not isinstance(v, str) for v in made.headers.values())
+        return made if templated else None
 
     # -- start-up ------------------------------------------------------------------------------------------
     def _node(self, value: Any, tokens: tuple[Any, ...]) -> Callable[[Names], Any] | None:
@@ -162,11 +162,13 @@ class AnswerTemplate:
                 example = "'$.a'" if function == "jsonpath" else "'/a'"
                 self.problems.append(TemplateProblem(tokens, f"{function}() takes one literal path, as in "
                                                              f"{function}({example})"))
-            elif function == "pointer" and path and not path.startswith("/"):
-                self.problems.append(TemplateProblem(tokens, f"pointer({path!r}): a JSON Pointer starts with '/'"))
-            elif function == "jsonpath" and path not in self._paths:
+            elif function == "pointer":
+                if path and not path.startswith("/"):
+                    self.problems.append(TemplateProblem(tokens, f"pointer({path!r}): a JSON Pointer starts with '/'"))
+                self._pointers[path] = pointer_getter(path)
+            elif path not in self._jsonpaths:
                 try:
-                    self._paths[path] = parse_jsonpath(path)
+                    self._jsonpaths[path] = parse_jsonpath(path)
                 except JSONPathError as exc:
                     self.problems.append(TemplateProblem(tokens, f"jsonpath({path!r}) is not a JSONPath: {exc}"))
 
@@ -178,11 +180,11 @@ class AnswerTemplate:
         body = request.body
 
         def pointer(path: str) -> Any:
-            found = pointer_getter(path)(body)
+            found = self._pointers[path](body)
             return _ENV.undefined(f"the request body has no value at {path}") if found is MISSING else found
 
         def jsonpath(path: str) -> list[Any]:
-            return [match.value for match in self._paths[path].find(body)]
+            return [match.value for match in self._jsonpaths[path].find(body)]
 
         return {"path": request.path, "query": request.query, "header": {**ctx.headers, **request.header},
                 "cookie": request.cookie, "body": body, "requestId": ctx.request_id,
@@ -244,10 +246,3 @@ def _attribute(node: nodes.Node) -> Any:
     args = getattr(node, "args", None)
     return getattr(args[0], "value", None) if getattr(node, "name", None) == "attr" and args else None
 
-
-def _has_template(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(_has_template(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_template(v) for v in value)
-    return is_template(value)

@@ -84,7 +84,7 @@ class AnswerTemplate:
     headers: dict[str, _Template | str] = field(default_factory=dict)
     body: Callable[[Names], Any] | None = None  # None: the body has no template
     pointers: list[str] = field(default_factory=list)
-    uses_sequence: bool = False  # `sequence`: counted in the store, so on Redis a round trip
+    used: set[str] = field(default_factory=set)  # the names its templates read: only those are made per request
     problems: list[TemplateProblem] = field(default_factory=list)
     # the paths `jsonpath()` and `pointer()` are given, compiled: by their text
     _jsonpaths: dict[str, Any] = field(default_factory=dict)
@@ -143,7 +143,7 @@ class AnswerTemplate:
         attribute or key starting with `_`, and a path given to `jsonpath()`/`pointer()` that is not a literal
         (JSONPaths are compiled here, once)."""
         used = find_undeclared_variables(tree)
-        self.uses_sequence = self.uses_sequence or "sequence" in used
+        self.used |= used
         unknown = sorted(used - set(NAMES) - set(_ENV.globals))  # Jinja2's own (`range`, …) are known too
         if unknown:
             self.problems.append(TemplateProblem(tokens, f"the template uses {', '.join(unknown)}, which templates "
@@ -172,10 +172,15 @@ class AnswerTemplate:
                 except JSONPathError as exc:
                     self.problems.append(TemplateProblem(tokens, f"jsonpath({path!r}) is not a JSONPath: {exc}"))
 
+    @property
+    def uses_sequence(self) -> bool:
+        """`sequence` is counted in the store: on Redis, a round trip."""
+        return "sequence" in self.used
+
     # -- request path --------------------------------------------------------------------------------------
     def names(self, ctx: Context, sequence: Callable[[], int]) -> Names:
-        """What the templates read for this request; `uuid` and `sequence` (drawn only when a template reads
-        it) are one fresh id per answer, the same wherever the answer uses them (its body's `id`, `Location`)."""
+        """What the templates read for this request, and only that; `uuid` and `sequence` are one fresh id per
+        answer, the same wherever the answer uses them (its body's `id`, its `Location`)."""
         request = ctx.request
         body = request.body
 
@@ -186,12 +191,14 @@ class AnswerTemplate:
         def jsonpath(path: str) -> list[Any]:
             return [match.value for match in self._jsonpaths[path].find(body)]
 
-        return {"path": request.path, "query": request.query, "header": {**ctx.headers, **request.header},
-                "cookie": request.cookie, "body": body, "requestId": ctx.request_id,
-                "caller": {"id": ctx.caller.id, "tenant": ctx.caller.tenant},
-                "now": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                "uuid": str(uuid.uuid4()), "sequence": sequence() if self.uses_sequence else None,
-                "pointer": pointer, "jsonpath": jsonpath}
+        makers: dict[str, Callable[[], Any]] = {
+            "path": lambda: request.path, "query": lambda: request.query, "cookie": lambda: request.cookie,
+            "header": lambda: {**ctx.headers, **request.header}, "body": lambda: body,
+            "caller": lambda: {"id": ctx.caller.id, "tenant": ctx.caller.tenant},
+            "requestId": lambda: ctx.request_id, "uuid": lambda: str(uuid.uuid4()), "sequence": sequence,
+            "now": lambda: datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "pointer": lambda: pointer, "jsonpath": lambda: jsonpath}
+        return {name: makers[name]() for name in self.used if name in makers}
 
     def render(self, names: Names, status: int, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
         """The answer for a request: the written `status`, `headers` and `body` with their templates rendered; a

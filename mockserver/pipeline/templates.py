@@ -140,8 +140,8 @@ class AnswerTemplate:
 
     def _check(self, tree: nodes.Template, tokens: tuple[Any, ...]) -> None:
         """What the sandbox would only stop at run time is refused here: a name templates do not know, an
-        attribute or key starting with `_`, and a path given to `jsonpath()`/`pointer()` that is not a literal
-        (JSONPaths are compiled here, once)."""
+        attribute or key starting with `_`, another template (`include`, `import`, `extends`), and a path given
+        to `jsonpath()`/`pointer()` that is not a literal (the paths are compiled here, once)."""
         used = find_undeclared_variables(tree)
         self.used |= used
         unknown = sorted(used - set(NAMES) - set(_ENV.globals))  # Jinja2's own (`range`, …) are known too
@@ -153,6 +153,9 @@ class AnswerTemplate:
             if isinstance(name, str) and name.startswith("_"):
                 self.problems.append(TemplateProblem(tokens, f"the template reads {name!r}: names starting with "
                                                              "'_' are refused (they lead out of the sandbox)"))
+        if any(True for _ in tree.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport))):
+            self.problems.append(TemplateProblem(tokens, "the template reads another template: a fixture's "
+                                                         "templates are each one string, and read no file"))
         for call in tree.find_all(nodes.Call):
             function = call.node.name if isinstance(call.node, nodes.Name) else None
             if function not in ("jsonpath", "pointer"):

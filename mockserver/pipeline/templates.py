@@ -20,8 +20,6 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, Undefined, UndefinedError, nodes
 from jinja2.meta import find_undeclared_variables
 from jinja2.sandbox import SandboxedEnvironment
-from jsonpath_ng.exceptions import JSONPathError
-from jsonpath_ng.ext import parse as parse_jsonpath
 
 from ..base.errors import MockError
 from ..base.pointers import pointer_join
@@ -170,6 +168,9 @@ class AnswerTemplate:
                     self.problems.append(TemplateProblem(tokens, f"pointer({path!r}): a JSON Pointer starts with '/'"))
                 self._pointers[path] = pointer_getter(path)
             elif path not in self._jsonpaths:
+                # imported by the first template that asks for it: the JSONPath parser adds 20-100 ms to a start-up
+                from jsonpath_ng.exceptions import JSONPathError
+                from jsonpath_ng.ext import parse as parse_jsonpath
                 try:
                     self._jsonpaths[path] = parse_jsonpath(path)
                 except JSONPathError as exc:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, Undefined, UndefinedError, nodes
+from jinja2.exceptions import SecurityError
 from jinja2.meta import find_undeclared_variables
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -28,7 +29,27 @@ from .rules import MISSING, Context, pointer_getter
 # what a template may read: the request's values, and what the mock makes for the answer
 NAMES = ("path", "query", "header", "cookie", "caller", "body", "requestId", "now", "uuid", "sequence", "pointer",
          "jsonpath")
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+_RESULT_BITS = 1 << 16  # the most bits a `**` may give (about 20,000 digits)
+_RESULT_LENGTH = 100_000  # the longest text or list a `*` may give (Jinja2's own MAX_RANGE)
+
+
+class _Bounded(SandboxedEnvironment):
+    """Jinja2's sandbox with `**` and `*` bounded: a fixture's `{{ body.n ** body.m }}` or `{{ body.s * body.n }}`
+    must not let a client make the mock compute or hold gigabytes (the sandbox bounds `range`, not these)."""
+
+    intercepted_binops = frozenset({"**", "*"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 \
+                and max(left.bit_length(), 1) * right > _RESULT_BITS:
+            raise SecurityError(f"{left!r} ** {right!r} is too large (more than {_RESULT_BITS} bits)")
+        if operator == "*" and any(isinstance(a, (str, list, tuple)) and isinstance(b, int)
+                                   and len(a) * b > _RESULT_LENGTH for a, b in ((left, right), (right, left))):
+            raise SecurityError(f"a repetition longer than {_RESULT_LENGTH:,} is refused")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = _Bounded(undefined=StrictUndefined, autoescape=False)
 _WHOLE = re.compile(r"\s*\{\{(?P<expression>.*)\}\}\s*", re.S)
 _SCALARS = (str, int, bool, type(None))
 

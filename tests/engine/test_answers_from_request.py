@@ -104,6 +104,22 @@ def test_text_from_the_request_is_echoed_as_text_never_run(write, tmp_path):
     assert answer.status_code == 201 and body(answer)["name"] == sneaky
 
 
+@pytest.mark.parametrize("template, says", [("{{ body.name * body.n }}", "longer than 100,000"),
+                                             ("n{{ body.m ** body.n }}", "too large")])
+def test_request_values_cannot_make_a_template_compute_without_bound(write, tmp_path, template, says):
+    """`**` and `*` on request values are bounded: a client cannot make the mock compute or hold gigabytes."""
+    client = pets(write, tmp_path, f"""\
+      addPet:
+        respond:
+          - status: 201
+            body: {{id: 1, name: "{template}", createdAt: "2024-01-01T00:00:00Z"}}
+""")
+    answer = client.post("/pets", json={"name": "x", "m": 9, "n": 100_000_000})
+    assert answer.status_code == 500 and body(answer)["error"]["code"] == "mock-fixture-error"
+    assert says in body(answer)["error"]["message"]
+    assert client.post("/pets", json={"name": "x", "m": 9, "n": 3}).status_code == 201  # small ones still work
+
+
 @pytest.mark.parametrize("template", ["{{ ''.__class__ }}", "{{ body.__class__.__mro__ }}",
                                       "{{ body['__init__'] }}", "{{ body | attr('__class__') }}",
                                       "{% include '/etc/passwd' %}"])

@@ -10,6 +10,7 @@ import copy
 import random
 import re
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -35,6 +36,7 @@ from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
 from .search import Search
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
+from .templates import AnswerTemplate
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
@@ -52,6 +54,7 @@ class Answer:
     body: bytes | None = None  # already serialised (a page joined from JSON made at start-up)
     prechecked: bool = False  # its body was checked against the description already
     key: tuple[str, str, str] | None = None  # a generated answer's identity: operation, media type, request
+    fresh: bool = False  # made for this request alone (a template read it): never served again from a cache
 
 
 @dataclass
@@ -72,6 +75,7 @@ class _ErrorRule:
 class _Respond:
     when: Condition | None
     answer: Answer
+    template: AnswerTemplate | None = None  # None: the answer is served as written
 
 
 @dataclass
@@ -123,6 +127,8 @@ class Answers:
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._usable = self._check_examples()
+        # operation -> (request example, its name), for the request examples a response has one of the same name
+        self._paired = {op.id: pairs for op in spec.operations.values() if (pairs := _paired_examples(op))}
         # the collections some operation writes to: their reads go through the store (the others' never do)
         self.live = {located.value[kind][into]: LiveCollection(fixtures.collections[located.value[kind][into]],
                                                                 max_items)
@@ -163,7 +169,8 @@ class Answers:
                 result.requires.append((collection, [Filter(f) for f in raw["where"]],
                                         self._error_rule(op, raw, located, "require", i)))
         for i, raw in enumerate(config.get("reject", [])):
-            result.rejects.append((compile_condition(raw["when"]), self._error_rule(op, raw, located, "reject", i)))
+            result.rejects.append((self._condition(raw["when"], located, "reject", i, "when"),
+                                   self._error_rule(op, raw, located, "reject", i)))
         if "list" in config:
             collection = self._collection(config["list"]["from"], fixtures, located, "list", "from")
             if collection:
@@ -187,12 +194,30 @@ class Answers:
             result.write = self._write(op, kind, located, fixtures)
         self._check_not_found(op, result, located)
         for i, raw in enumerate(config.get("respond", [])):
-            answer = Answer(raw["status"], raw.get("body"), raw.get("mediaType"), "fixture",
-                            dict(raw.get("headers", {})),
-                            f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}")
-            self._check_body(op, answer, located, "respond", i, "body")
-            result.respond.append(_Respond(compile_condition(raw["when"]) if "when" in raw else None, answer))
+            origin = f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}"
+            template = AnswerTemplate.of(raw, origin)
+            for problem in template.problems if template else ():
+                self.problems.append(located.problem(problem.message, "template", "respond", i, *problem.tokens))
+            # a templated status is known once rendered: its body is checked in each answer, not here
+            answer = Answer(op.success_status if template and template.status else raw["status"], raw.get("body"),
+                            raw.get("mediaType"), "fixture", dict(raw.get("headers", {})), origin)
+            if not (template and template.status):
+                self._check_body(op, answer, located, "respond", i, "body",
+                                 templated=template.pointers if template else ())
+            when = self._condition(raw["when"], located, "respond", i, "when") if "when" in raw else None
+            result.respond.append(_Respond(when, answer, template))
         return result
+
+    def _condition(self, spec: dict[str, Any], located: Located, *where: Any) -> Condition:
+        """A `when`, compiled; a `matches` that is not a regular expression is a problem at its place."""
+        for tokens, pattern in _patterns(spec):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                self.problems.append(located.problem(f"matches {pattern!r} is not a regular expression: {exc}",
+                                                     "matches", *where, *tokens))
+                return lambda ctx: False
+        return compile_condition(spec)
 
     def _write(self, op: Operation, kind: str, located: Located, fixtures: FixtureSet) -> Write | None:
         """A declared write: its collection must have a key (the create's own `key` can give it one) and an
@@ -264,7 +289,13 @@ class Answers:
         read = [collection.name for collection, _, _ in fixture.requires]
         read += [query.collection.name for query in (fixture.listing, fixture.item, fixture.search)
                  if query is not None]
-        return fixture.write is not None or any(name in self.live for name in read)
+        counts = any(entry.template is not None and entry.template.uses_sequence for entry in fixture.respond)
+        return fixture.write is not None or counts or any(name in self.live for name in read)
+
+    def _next_in_sequence(self, op_id: str) -> int:
+        """A template's `sequence`: 1, 2, 3 … per operation, counted in the store (shared by every worker on
+        Redis); a reset starts it again."""
+        return self.store.draw(f"sequence|{op_id}") + 1
 
     def versions(self, session: str | None) -> tuple[str | None, ...]:
         """The version of each written collection as the session sees it: what a kept answer was made from."""
@@ -339,7 +370,10 @@ class Answers:
                     index, f"breaks the {op.id} response schema: {error.message}", str(error.validator), inner))
                 break  # one problem per item is enough to find it
 
-    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any) -> None:
+    def _check_body(self, op: Operation, answer: Answer, located: Located, *where: Any,
+                    templated: Sequence[str] = ()) -> None:
+        """A fixed answer's body against its status's schema; where it has templates (`templated`: pointers
+        into the body), each rendered answer is checked instead."""
         response = op.response(answer.status)
         if response is None:
             self.problems.append(located.problem(f"{op.id} declares no status {answer.status}", "status", *where[:-1]))
@@ -348,8 +382,11 @@ class Answers:
         if media is None or media.schema is None:
             return
         for error in iter_errors(media.schema.validator, answer.payload):
+            pointer = instance_pointer(error)
+            if any(_related(pointer, str(error.validator), place) for place in templated):
+                continue
             self.problems.append(located.problem(f"breaks the {op.id} {answer.status} schema: {error.message}",
-                                                 str(error.validator), *where, *_tokens(instance_pointer(error))))
+                                                 str(error.validator), *where, *_tokens(pointer)))
 
     # -- request path --------------------------------------------------------------------------------------
     def check_rules(self, op: Operation, ctx: Context) -> None:
@@ -372,7 +409,9 @@ class Answers:
         """What answers, before any body is built: the status (`Prefer: code=`, else the success), the media type
         `Accept` picks, and the source: the example `Prefer: example=` names (a 400 when there is none of that
         name), else the fixture (JSON only, for the success; not for a request's own `Prefer: dynamic=true`), else
-        the first usable example (not for varied data), else data generated from the schema."""
+        the response example named as the request example the body agrees with (Prism's pairing), else the first
+        usable example (neither for varied data), else data generated from the schema. A templated fixture
+        answer's status is known once it is rendered (`build`)."""
         status = preferred_status(op, prefer.code) if prefer.code is not None else op.success_status
         response = op.response(status)
         media = negotiate(response.content, accept) if response else None
@@ -390,7 +429,7 @@ class Answers:
                     if entry.when is None or entry.when(ctx):
                         return Decision(entry.answer.status, media, "fixture", respond=index)
         if not prefer.dynamic:
-            name = self._example(op, media, None, status)
+            name = self._paired_example(op, ctx, media) or self._example(op, media, None, status)
             if name is not None:
                 return Decision(status, media, "example", example=name)
         return Decision(status, media, "generated", static=not prefer.dynamic)
@@ -415,9 +454,15 @@ class Answers:
         status = decision.status
         media_type = decision.media_type or "application/json"
         if decision.respond is not None:
-            answer = fixture.respond[decision.respond].answer
-            return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
-                          dict(answer.headers), answer.origin)
+            entry = fixture.respond[decision.respond]
+            answer = entry.answer
+            if entry.template is None:
+                return Answer(answer.status, answer.payload, answer.media_type or media_type, "fixture",
+                              dict(answer.headers), answer.origin)
+            names = entry.template.names(ctx, partial(self._next_in_sequence, op.id))
+            status, headers, payload = entry.template.render(names, answer.status, answer.headers, answer.payload)
+            return Answer(status, payload, answer.media_type or media_type, "fixture", headers, answer.origin,
+                          fresh=True)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
             if fixture.write.action:  # the item changed; the answer is the operation's own
@@ -523,6 +568,15 @@ class Answers:
                 break
         return value, added
 
+    def _paired_example(self, op: Operation, ctx: Context, media: MediaType | None) -> str | None:
+        """The name of the first request example the request's body agrees with (`_agrees`) when the answer's
+        media type has an example of that name."""
+        pairs = self._paired.get(op.id)
+        if not pairs or media is None:
+            return None
+        body = ctx.request.body
+        return next((name for example, name in pairs if name in media.examples and _agrees(example, body)), None)
+
     def _example(self, op: Operation, media: MediaType | None, name: str | None, status: int) -> str | None:
         """The name of the example that answers `status`: `name` (`Prefer: example=`; one the answer lacks is a 400
         listing those it has, none included), else the first usable one; None when there is none."""
@@ -619,6 +673,52 @@ def _along(value: Any, path: list[Any]) -> Any:
         else:
             return None
     return value
+
+# rules an object or array breaks whatever values its members have: a templated member does not excuse them
+_SHAPE_RULES = frozenset({"required", "additionalProperties", "unevaluatedProperties", "propertyNames",
+                          "minProperties", "maxProperties", "minItems", "maxItems"})
+
+
+def _related(pointer: str, rule: str, templated: str) -> bool:
+    """Whether an error at `pointer` may come from the template at `templated` (whose value is not known
+    before a request): it is there or inside it, or around it and not about the shape alone."""
+    if pointer == templated or pointer.startswith(templated + "/"):
+        return True
+    return templated.startswith(pointer + "/") and rule not in _SHAPE_RULES
+
+
+def _patterns(spec: dict[str, Any], tokens: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """The `matches` patterns of a condition, with where each is."""
+    if "matches" in spec:
+        yield (*tokens, "matches"), spec["matches"]
+    for combined in ("all", "any"):
+        for index, inner in enumerate(spec.get(combined, [])):
+            yield from _patterns(inner, (*tokens, combined, index))
+    if "not" in spec:
+        yield from _patterns(spec["not"], (*tokens, "not"))
+
+
+def _paired_examples(op: Operation) -> list[tuple[Any, str]]:
+    """The request body's examples (of any media type; the first of a name) that some response of the operation
+    has an example of the same name for."""
+    if op.request_body is None:
+        return []
+    answered = {name for response in op.responses.values() for media in response.content.values()
+                for name in media.examples}
+    found: dict[str, Any] = {}
+    for media in op.request_body.content.values():
+        for name, example in media.examples.items():
+            if name in answered:
+                found.setdefault(name, example)
+    return [(example, name) for name, example in found.items()]
+
+
+def _agrees(example: Any, body: Any) -> bool:
+    """A body agrees with a request example that is an object when it has each of its members with the same
+    value (it may have more); with any other example when it is equal to it."""
+    if isinstance(example, dict) and isinstance(body, dict):
+        return all(name in body and body[name] == value for name, value in example.items())
+    return bool(example == body)
 
 
 def _tokens(pointer: str) -> list[str]:

@@ -239,8 +239,8 @@ class Pipeline:
             if effect is not None and effect.undeclared:
                 response = self._gateway_answer(op, effect, request_id)
             else:
-                response = self._respond(op, Context(valid, caller, session, request.path), prefer, request,
-                                         effect, request_id)
+                response = self._respond(op, Context(valid, caller, session, request.path, request.headers,
+                                                     request_id), prefer, request, effect, request_id)
         except MockError as error:
             if op is None and error.status == 404 and (own := self.front_door.answer(request)) is not None:
                 return own  # no operation at the path: the mock's own page or icon, where it has one
@@ -292,7 +292,7 @@ class Pipeline:
         if answer.source == "generated":
             self.answers.remember(answer)
         body = answer.body if answer.body is not None else serialize(answer.payload, answer.media_type)
-        if key is not None:
+        if key is not None and not answer.fresh:
             self.answer_cache.put(key, answer.status, body, answer.media_type, shared, answer.source, answer.payload)
         return MockResponse(answer.status, body, answer.media_type, headers, answer.source, op.id, answer.payload)
 

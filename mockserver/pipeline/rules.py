@@ -5,26 +5,32 @@ Rules are compiled once at load into closures; on the request path a filter bind
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.pointers import unescape_token
 from .auth import Caller
 from .request_validation import ValidRequest
 
 LOCATIONS = ("path", "query", "header", "cookie", "caller")
+SOURCES = (*LOCATIONS, "body")  # what a reference may name: a request value, or the body at a JSON pointer
 MISSING = object()  # what field_getter gives for a field an item does not have
 
 
 @dataclass
 class Context:
     """What a rule may read: the validated request and the caller; and what a write needs besides: the session
-    whose state it changes (None: the whole mock's) and the request's path (a created item's `Location`)."""
+    whose state it changes (None: the whole mock's) and the request's path (a created item's `Location`); and
+    what a fixture's template may echo besides: every header as sent (lower-case names) and the request id."""
 
     request: ValidRequest
     caller: Caller
     session: str | None = None
     path: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    request_id: str = ""
 
 
 Value = Callable[[Context], Any]
@@ -34,30 +40,59 @@ ItemTest = Callable[[dict[str, Any]], bool]
 
 def _reference(spec: Any) -> tuple[str, str] | None:
     if isinstance(spec, dict):
-        for location in LOCATIONS:
+        for location in SOURCES:
             if location in spec and isinstance(spec[location], str):
                 return location, spec[location]
     return None
 
 
+def pointer_getter(pointer: str) -> Callable[[Any], Any]:
+    """A JSON Pointer into a value (a request's body), read with its tokens split once; a missing step gives
+    MISSING, never an exception."""
+    steps = [unescape_token(t) for t in pointer.split("/")[1:]]
+
+    def get(value: Any) -> Any:
+        for step in steps:
+            if isinstance(value, dict) and step in value:
+                value = value[step]
+            elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+                value = value[int(step)]
+            else:
+                return MISSING
+        return value
+
+    return get
+
+
 def compile_value(spec: Any) -> Value:
-    """A literal, or `{query: name}` / `{path: …}` / `{header: …}` / `{caller: id|tenant}`, optionally `split`."""
+    """A literal, or `{query: name}` / `{path: …}` / `{header: …}` / `{caller: id|tenant}`, optionally `split`;
+    or `{body: pointer}`: the request body's value there (MISSING when it has none: a sent null is a value)."""
     ref = _reference(spec)
     if ref is None:
         return lambda ctx: spec
     location, name = ref
     split = spec.get("split")
+    if location == "body":
+        in_body = pointer_getter(name)
+        read: Value = lambda ctx: in_body(ctx.request.body)  # noqa: E731 (one of three readers)
+    elif location == "caller":
+        read = lambda ctx: ctx.caller.value(name)  # noqa: E731
+    else:
+        read = lambda ctx: ctx.request.get(location, name)  # noqa: E731
+    if not split:
+        return read
 
     def value(ctx: Context) -> Any:
-        found = ctx.caller.value(name) if location == "caller" else ctx.request.get(location, name)
-        if split and isinstance(found, str):
-            return found.split(split)
-        return found
+        found = read(ctx)
+        return found.split(split) if isinstance(found, str) else found
 
     return value
 
 
 def _was_sent(location: str, name: str) -> Condition:
+    if location == "body":
+        get = pointer_getter(name)
+        return lambda ctx: get(ctx.request.body) is not MISSING
     if location == "caller":
         return lambda ctx: ctx.caller.value(name) is not None
     key = name.lower() if location == "header" else name
@@ -85,9 +120,14 @@ def compile_condition(spec: dict[str, Any]) -> Condition:
 
 
 def _comparison(spec: dict[str, Any]) -> Callable[[Context], Callable[[Any], bool]]:
-    """`equals` / `notEquals` / `in` / `startsWith` against a literal or a request value, bound per request."""
-    fold = _folder(spec.get("ignoreCase", False))
-    op = next(op for op in ("equals", "notEquals", "in", "startsWith") if op in spec)
+    """`equals` / `notEquals` / `in` / `startsWith` / `contains` against a literal or a request value, bound per
+    request; `matches`: a regular expression (a literal, compiled once), searched in a string."""
+    ignore_case = spec.get("ignoreCase", False)
+    if "matches" in spec:
+        pattern = re.compile(spec["matches"], re.IGNORECASE if ignore_case else 0)
+        return lambda ctx: lambda v: isinstance(v, str) and pattern.search(v) is not None
+    fold = _folder(ignore_case)
+    op = next(op for op in ("equals", "notEquals", "in", "startsWith", "contains") if op in spec)
     other = compile_value(spec[op])
 
     def bind(ctx: Context) -> Callable[[Any], bool]:
@@ -100,6 +140,9 @@ def _comparison(spec: dict[str, Any]) -> Callable[[Context], Callable[[Any], boo
             return lambda v: v is not MISSING and fold(v) == wanted
         if op == "notEquals":
             return lambda v: v is MISSING or fold(v) != wanted
+        if op == "contains":  # an array holding the value, or a string holding the text
+            return lambda v: (isinstance(v, list) and wanted in [fold(e) for e in v]
+                              or isinstance(v, str) and isinstance(wanted, str) and wanted in fold(v))
         return lambda v: isinstance(v, str) and isinstance(wanted, str) and fold(v).startswith(wanted)
 
     return bind

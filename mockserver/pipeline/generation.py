@@ -36,6 +36,7 @@ import rstr
 from jsonschema import Draft202012Validator
 
 from ..base.bounded import BoundedCache
+from ..spec.patterns import for_generation, matcher
 from ..spec.schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
 if TYPE_CHECKING:
@@ -307,18 +308,19 @@ def _join(base: str, ref: str) -> str:
 
 
 def _search(regex: str, text: str, where: str) -> bool:
-    """re.search, reporting a regex Python cannot handle (e.g. ECMA-only `\\p{L}`) as a GenerationError."""
-    try:
-        return re.search(regex, text) is not None
-    except re.error as exc:
-        raise GenerationError(f"unsupported pattern {regex!r} at {where}: {exc}") from exc
+    """Whether `text` matches `regex` as the validators read it (ECMA-only `\\p{L}` too: spec/patterns.py); one
+    that cannot be read at all is a GenerationError."""
+    compiled = matcher(regex)
+    if compiled is None:
+        raise GenerationError(f"unsupported pattern {regex!r} at {where}")
+    return compiled.search(text) is not None
 
 
 def _sample(run: _Run, regex: str, cap: int, where: str) -> str:
     """A string matching `regex`, with repeats capped at `cap` (see _Xeger)."""
     run.xeger.repeat_cap = cap
     try:
-        return run.xeger.xeger(regex)
+        return run.xeger.xeger(for_generation(regex))
     except re.error as exc:
         raise GenerationError(f"unsupported pattern {regex!r} at {where}: {exc}") from exc
 

@@ -21,6 +21,7 @@ from referencing.jsonschema import DRAFT202012
 from ..base.bounded import BoundedCache
 from ..base.pointers import pointer_join
 from .documents import DocumentSet
+from .patterns import matcher
 
 
 def _format_checker() -> FormatChecker:
@@ -281,8 +282,16 @@ def _any_of(validator: Any, branches: Any, instance: Any, schema: dict[str, Any]
     return _choice(check, branches, instance)
 
 
-# Draft 2020-12 with branches told apart at a glance: what every validator of the mock is
-Validator = validators.extend(Draft202012Validator, {"oneOf": _one_of, "anyOf": _any_of})
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """`pattern`, read as ECMA-262 reads it where Python's `re` cannot (`\\p{L}`: spec/patterns.py)."""
+    if validator.is_type(instance, "string"):
+        compiled = matcher(pattern)
+        if compiled is not None and compiled.search(instance) is None:
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Draft 2020-12 with branches told apart at a glance and ECMA-262 patterns: what every validator of the mock is
+Validator = validators.extend(Draft202012Validator, {"oneOf": _one_of, "anyOf": _any_of, "pattern": _pattern})
 # OpenAPI: a `writeOnly` property is sent in requests only, so a response neither holds nor requires it
 ResponseValidator = validators.extend(Validator, {"writeOnly": _write_only, "required": _required_unless_write_only})
 

@@ -392,8 +392,8 @@ def test_parent_with_oneof_of_children_that_extend_it() -> None:
     {"type": "integer", "minimum": 5, "maximum": 4},
     {"type": "array", "minItems": 3, "maxItems": 1},
     {"type": "object", "additionalProperties": False, "minProperties": 1},
-    {"type": "string", "pattern": r"^\p{L}+$"},
-    {"type": "object", "patternProperties": {r"^\p{L}+$": {"type": "string"}}, "minProperties": 1},
+    {"type": "string", "pattern": r"^[a-"},  # no regular expression at all (ECMA's `\p{L}` is read: test_prism_classes)
+    {"type": "object", "patternProperties": {r"^[a-": {"type": "string"}}, "minProperties": 1},
 ])
 def test_unsatisfiable_schemas_raise(schema: Any) -> None:
     doc = document(schema)

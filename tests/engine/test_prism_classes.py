@@ -115,3 +115,45 @@ def test_generated_values_are_what_clients_parse() -> None:
         varied = body(create_app(DATA / "values.yaml", seed=seed).test_client().get(
             "/build", headers={"Prefer": "dynamic=true"}))
         assert all(uuid.UUID(key) for key in varied["limits"])
+
+
+ECMA = """\
+openapi: 3.0.3
+info: {title: ECMA patterns, version: "1"}
+paths:
+  /people:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Person"}}}}
+    post:
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: "#/components/schemas/Person"}}}
+      responses:
+        "201": {description: created, content: {application/json: {schema: {$ref: "#/components/schemas/Person"}}}}
+components:
+  schemas:
+    Person:
+      type: object
+      required: [name, code]
+      properties:
+        name: {type: string, pattern: '^\\p{L}+$', example: "Zoë"}
+        code: {type: string, pattern: '^[\\p{Lu}\\d]{3}$'}
+"""
+
+
+def test_ecma_unicode_property_classes_are_read_as_ecma_reads_them(tmp_path: Path) -> None:
+    """`\\p{L}` (which Python's `re` cannot compile) in a pattern: answers fit it, generated ones too, and a request
+    is checked against it (each was the mock's own 500)."""
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(ECMA)
+    client = create_app(spec).test_client()
+    static = client.get("/people")
+    assert static.status_code == 200 and body(static)["name"] == "Zoë" and re.fullmatch(r"[A-Z\d]{3}",
+                                                                                        body(static)["code"])
+    for _ in range(3):
+        varied = client.get("/people", headers={"Prefer": "dynamic=true"})
+        assert varied.status_code == 200 and body(varied)["name"].isalpha()
+    assert client.post("/people", json={"name": "Zoë", "code": "ÉA1"}).status_code == 201
+    refused = client.post("/people", json={"name": "Zoë 2", "code": "ab1"})
+    assert refused.status_code == 400 and "does not match" in refused.get_data(as_text=True)

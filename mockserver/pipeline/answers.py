@@ -126,6 +126,7 @@ class Answers:
         self.not_found_gaps: dict[str, str] = {}  # operation -> why its undeclared 404 is the description's gap
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._fitting: set[tuple[str, str, str, str]] = set()  # (operation, response, media type, example name)
         self._usable = self._check_examples()
         # operation -> (request example, its name), for the request examples a response has one of the same name
         self._paired = {op.id: pairs for op in spec.operations.values() if (pairs := _paired_examples(op))}
@@ -429,7 +430,7 @@ class Answers:
                     if entry.when is None or entry.when(ctx):
                         return Decision(entry.answer.status, media, "fixture", respond=index)
         if not prefer.dynamic:
-            name = self._paired_example(op, ctx, media) or self._example(op, media, None, status)
+            name = self._paired_example(op, ctx, media, status) or self._example(op, media, None, status)
             if name is not None:
                 return Decision(status, media, "example", example=name)
         return Decision(status, media, "generated", static=not prefer.dynamic)
@@ -513,6 +514,7 @@ class Answers:
                         served[name], fits = self._served_example(op, media, name, value)
                         if fits:
                             usable.setdefault(where, name)
+                            self._fitting.add((*where, name))
         return usable
 
     def _served_example(self, op: Operation, media: MediaType, name: str, value: Any) -> tuple[Any, bool]:
@@ -568,14 +570,17 @@ class Answers:
                 break
         return value, added
 
-    def _paired_example(self, op: Operation, ctx: Context, media: MediaType | None) -> str | None:
+    def _paired_example(self, op: Operation, ctx: Context, media: MediaType | None, status: int) -> str | None:
         """The name of the first request example the request's body agrees with (`_agrees`) when the answer's
-        media type has an example of that name."""
+        media type has an example of that name that fits its schema (one that does not is served only when asked
+        for by name, as ever)."""
         pairs = self._paired.get(op.id)
-        if not pairs or media is None:
+        response = op.response(status)
+        if not pairs or media is None or response is None:
             return None
         body = ctx.request.body
-        return next((name for example, name in pairs if name in media.examples and _agrees(example, body)), None)
+        return next((name for example, name in pairs if (op.id, response.status, media.name, name) in self._fitting
+                     and _agrees(example, body)), None)
 
     def _example(self, op: Operation, media: MediaType | None, name: str | None, status: int) -> str | None:
         """The name of the example that answers `status`: `name` (`Prefer: example=`; one the answer lacks is a 400

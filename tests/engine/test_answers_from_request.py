@@ -217,6 +217,7 @@ paths:
             examples:
               small: {value: {items: [pen], customer: {tier: basic}}}
               bulk: {value: {items: [pen, ink, paper], customer: {tier: gold}}}
+              rush: {value: {items: [pen], customer: {tier: rush}}}
       responses:
         "201":
           description: Placed
@@ -226,6 +227,7 @@ paths:
               examples:
                 small: {value: {status: queued, lane: standard}}
                 bulk: {value: {status: review, lane: freight}}
+                rush: {value: {status: null, lane: air}}  # breaks its schema: served only when asked for
   /contact:
     post:
       operationId: contact
@@ -343,6 +345,9 @@ def test_the_response_example_paired_with_the_request_example_answers(write, tmp
     # a body no request example agrees with gets the first example, as before; Prefer: example= still wins
     assert body(client.post("/orders", json={"items": ["ink"]}))["lane"] == "standard"
     assert body(client.post("/orders", json=bulk, headers={"Prefer": "example=small"}))["lane"] == "standard"
+    # a paired example that breaks its schema is not served unasked: the first that fits is
+    rush = client.post("/orders", json={"items": ["pen"], "customer": {"tier": "rush"}})
+    assert rush.status_code == 201 and body(rush)["lane"] == "standard"
 
 
 def test_a_bad_regular_expression_or_pointer_stops_start_up_where_it_is(write, tmp_path):

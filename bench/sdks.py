@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from run import free_port  # bench/ is on the path: the script runs from it
+
 BENCH = Path(__file__).resolve().parent
 KINDGI_CLI = "kindgi-cli"
 KINDGI_MEMBER = "kindgi_cli/_cli/node_modules/@kindgi/api/openapi.json"
@@ -160,12 +162,6 @@ def version(python: str, package: str) -> str:
     """The version of a package installed in an SDK's venv."""
     return subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
                           capture_output=True, text=True, check=True).stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

@@ -83,7 +83,8 @@ def load(path: Path, spec: SpecIndex) -> dict[str, list[Combo]]:
 def _combo(op: Operation, entry: Any, path: Path) -> Combo:
     if not isinstance(entry, dict):
         raise DataError(f"--data {path}: each request of operations.{op.id} is a mapping of parameter values")
-    missing = [name for name in entry if name not in {p.name for p in op.parameters}]
+    names = {p.name for p in op.parameters}
+    missing = [name for name in entry if name not in names]
     if missing:
         raise DataError(f"--data {path}: {op.id} has no parameter {', '.join(map(str, missing))}")
     return _taken(op, entry)

@@ -51,25 +51,25 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
     for op in spec.operations.values():
         body = _post_body(op, spec.docs) if posts else None
-        if not (body is not None or is_list(op, spec.docs)) or _label(op) not in allowed:
+        if not (body is not None or is_list(op, spec.docs)) or label(op) not in allowed:
             continue
         resource = _resource(_SEARCH.sub("", op.path))
         for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
-            exchange, problem = _get(base_url, op, given, sent.get(_label(op)) or Sent(), headers, timeout, body)
+            exchange, problem = _get(base_url, op, given, sent.get(label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
                 items += [(resource, item) for item in _objects_in_arrays(exchange.body)]
                 items += [(resource, item) for item in _created(op, exchange)]
             if problem:
-                problems.append(f"{_label(op)}: {problem}")
+                problems.append(f"{label(op)}: {problem}")
                 break
     combos: dict[str, list[Combo]] = {}
     for op in _in_order(spec, linked):  # an operation after those whose answers its links read
         candidates = (_linked(op, linked.get(op.id, []), answers, spec.docs)  # declared links first
                       or _bind(op, items, spec.docs))
-        if candidates and op.method.upper() == "GET" and _label(op) in allowed:
-            ranked = _rank(op, candidates, base_url, sent.get(_label(op)) or Sent(), headers, timeout)
+        if candidates and op.method.upper() == "GET" and label(op) in allowed:
+            ranked = _rank(op, candidates, base_url, sent.get(label(op)) or Sent(), headers, timeout)
             answers[op.id] = [exchange for _, exchange in ranked]
             candidates = [combo for combo, _ in ranked]
         if candidates:
@@ -77,7 +77,8 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     return combos, list(dict.fromkeys(problems))
 
 
-def _label(op: Operation) -> str:
+def label(op: Operation) -> str:
+    """How the run names an operation (`GET /pets/{id}`)."""
     return f"{op.method.upper()} {op.path}"
 
 

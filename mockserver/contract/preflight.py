@@ -9,7 +9,7 @@ import requests
 
 from ..spec.index import SpecIndex
 from .credentials import Sent
-from .discovery import call, is_list
+from .discovery import call, is_list, label
 from .fixed import fixed
 
 CONNECT_TIMEOUT = 2.5  # seconds to open a connection: an unreachable target is said within 3 s
@@ -41,16 +41,18 @@ def first_calls(spec: SpecIndex, url: str, sent: dict[str, Sent], headers: dict[
     raises Blocked when every one answered 404 (the base path) or every one that carried credentials 401/403."""
     answers: list[tuple[str, int, bool]] = []  # label, status, whether it carried credentials
     for op in spec.operations.values():
-        label = f"{op.method.upper()} {op.path}"
-        if len(answers) >= PROBES or label not in allowed or not is_list(op, spec.docs):
+        if len(answers) >= PROBES:
+            break
+        name = label(op)
+        if name not in allowed or not is_list(op, spec.docs):
             continue
-        credentials = sent.get(label) or Sent()
+        credentials = sent.get(name) or Sent()
         try:
             response = call(url, op, fixed(op, spec.docs), credentials, headers, timeout)
         except requests.RequestException:
             continue  # the run reports it as an error of its own
-        answers.append((label, response.status_code, bool(credentials)))
-    seen = ", ".join(f"{label} {status}" for label, status, _ in answers)
+        answers.append((name, response.status_code, bool(credentials)))
+    seen = ", ".join(f"{name} {status}" for name, status, _ in answers)
     if answers and all(status == 404 for _, status, _ in answers):
         declared, given = spec.base_path or "/", urlsplit(url).path or "/"
         hint = (f"the description's servers say {declared}, so --url should end with it"

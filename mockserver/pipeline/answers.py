@@ -118,7 +118,8 @@ class Answers:
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
-        self.echo = Echo(SchemaWalk(spec.docs.resolve))
+        self.walk = SchemaWalk(spec.docs.resolve)
+        self.echo = Echo(self.walk)
         self.problems: list[Problem] = []
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
@@ -258,7 +259,7 @@ class Answers:
         fields = {name for item in collection.items for name in item}
         media, _ = self._success_schema(op)
         if media is not None and media.schema is not None and not raw.get("count"):
-            walk = SchemaWalk(self.spec.docs.resolve)
+            walk = self.walk
             node, uri = media.schema.node, media.schema.uri
             items = walk.items(*(walk.deref(node, uri) if not items_field else walk.property(node, uri, items_field)))
             if items[0] is not None:
@@ -306,7 +307,7 @@ class Answers:
         """What the reads of each written collection answer with: every item written must fit them, and the
         item's schema (an item read's, else a list's items', else the create's answer) says which properties
         the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
-        walk = SchemaWalk(self.spec.docs.resolve)
+        walk = self.walk
         schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
         bodies: dict[str, list[tuple[Any, str]] | None] = {}  # its writes' bodies (None: one has none)
         for op_id, fixture in self.fixtures.items():

@@ -34,7 +34,7 @@ from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
 from ..spec.schema_walk import SchemaWalk, below
-from ..spec.schemas import instance_pointer, iter_errors
+from ..spec.schemas import instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
 from ..state import Rows, RowsUpdate, Store
 from .generation import SchemaGenerator
@@ -455,17 +455,8 @@ def _types(walk: SchemaWalk, schemas: list[Schema]) -> set[str] | None:
     return found
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "")
-
-
 def _takes(types: set[str] | None, value: Any) -> bool:
-    kind = _json_type(value)
-    return types is None or kind in types or (kind == "integer" and "number" in types)
+    return types is None or bool(json_types(value) & types)
 
 
 def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> Any:

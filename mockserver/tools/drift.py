@@ -151,11 +151,11 @@ class DriftLog:
         method, path = exchange.request.method, op.path if op else exchange.request.path
         kinds: dict[str, dict[str, Any]] = {}
         for v in exchange.violations:
-            kind = json.dumps([op.id if op else None, method, path, exchange.status, v.side, v.place, v.rule])
+            row = {"operationId": op.id if op else None, "method": method, "path": path,
+                   "status": exchange.status, "in": v.side, "pointer": v.place, "rule": v.rule}
+            kind = json.dumps(list(row.values()))
             if kind not in kinds:
-                kinds[kind] = {"operationId": op.id if op else None, "method": method, "path": path,
-                               "status": exchange.status, "in": v.side, "pointer": v.place, "rule": v.rule,
-                               "example": self._example(exchange, v, secrets)}
+                kinds[kind] = {**row, "example": self._example(exchange, v, secrets)}
         store.count_drift(kinds)
 
     @staticmethod

@@ -100,7 +100,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     def build() -> Pipeline:
         return Pipeline.load(spec_path, fixtures_path, settings, store)
 
-    mock = MockApp(loaded, handle=proxy.handle if proxy else None, control_origins=origins)
+    mock = MockApp(loaded, handle=proxy.handle if proxy else None)
     if watch:
         mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
     app = MockFlask(mock, control)

@@ -15,7 +15,7 @@ from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse, sent_body
 from ..pipeline.pipeline import Pipeline
 from .access import ACCESS
-from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers
+from .cors import cors_headers, is_preflight, preflight_headers
 from .reload import Reloader
 
 access_log = logging.getLogger("mockserver.access")
@@ -38,10 +38,9 @@ class Answer:
 class MockApp:
     """Serves the described API, whatever the transport; the control API is Flask's, mounted beside it."""
 
-    def __init__(self, pipeline: Pipeline, handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None,
-                 control_origins: ControlOrigins | None = None) -> None:
+    def __init__(self, pipeline: Pipeline,
+                 handle: Callable[[Pipeline, MockRequest], MockResponse] | None = None) -> None:
         self.pipeline = pipeline  # swapped whole by a reload; a request reads it once
-        self.control_origins = control_origins or ControlOrigins()  # the pages the control API answers
         self.handle = handle or Pipeline.handle  # a proxy answers in the pipeline's place (web/proxy.py)
         self.proxied = handle is not None  # its answers wait on the network
         self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded

@@ -18,7 +18,7 @@ from typing import Any
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import is_json
-from ..base.pointers import pointer_join, unescape_token
+from ..base.pointers import pointer_join, pointer_tokens
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk
@@ -388,7 +388,7 @@ class Answers:
             if any(_related(pointer, str(error.validator), place) for place in templated):
                 continue
             self.problems.append(located.problem(f"breaks the {op.id} {answer.status} schema: {error.message}",
-                                                 str(error.validator), *where, *_tokens(pointer)))
+                                                 str(error.validator), *where, *pointer_tokens(pointer)))
 
     # -- request path --------------------------------------------------------------------------------------
     def check_rules(self, op: Operation, ctx: Context) -> None:
@@ -725,10 +725,6 @@ def _agrees(example: Any, body: Any) -> bool:
     if isinstance(example, dict) and isinstance(body, dict):
         return all(name in body and body[name] == value for name, value in example.items())
     return bool(example == body)
-
-
-def _tokens(pointer: str) -> list[str]:
-    return [unescape_token(t) for t in pointer.split("/")[1:]] if pointer else []
 
 
 def _wrapped(query: ListQuery, item: dict[str, Any]) -> Any:

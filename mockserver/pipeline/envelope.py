@@ -14,6 +14,7 @@ from http import HTTPStatus
 from typing import Any
 
 from ..base.errors import MockError
+from ..base.pointers import pointer_tokens
 from ..spec.index import Operation, SpecIndex
 from .request_validation import InvalidRequest, Violation
 
@@ -196,7 +197,7 @@ def _validation_body(violations: list[Violation], fits: Callable[[Any], bool]) -
 def _loc(violation: Violation) -> list[Any]:
     """Where FastAPI says a field is: `["body", "items", 0, "name"]`, `["query", "limit"]`; a missing property
     is named as the field, not its object."""
-    tokens: list[Any] = [t.replace("~1", "/").replace("~0", "~") for t in violation.pointer.split("/")[1:]]
+    tokens: list[Any] = pointer_tokens(violation.pointer)
     head = ["body"] if violation.location == "body" else [violation.location, violation.parameter]
     missing = _REQUIRED.match(violation.message) if violation.rule == "required" else None
     return [*head, *(int(t) if t.isdigit() else t for t in tokens), *([missing.group(1)] if missing else [])]

@@ -36,6 +36,7 @@ import rstr
 from jsonschema import Draft202012Validator
 
 from ..base.bounded import BoundedCache
+from ..base.pointers import escape_token
 from ..spec.patterns import for_generation, matcher
 from ..spec.schemas import FORMAT_CHECKER, Validator, json_types, plausible
 
@@ -325,10 +326,6 @@ def _sample(run: _Run, regex: str, cap: int, where: str) -> str:
         raise GenerationError(f"unsupported pattern {regex!r} at {where}: {exc}") from exc
 
 
-def _pointer_token(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
-
-
 def _name_words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
@@ -439,12 +436,12 @@ def _merge_array(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
 
 def _merge_object(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
     for name, sub in (s.get("properties") or {}).items():
-        f.props.setdefault(name, []).append(loc.child(sub, f"properties/{_pointer_token(name)}"))
+        f.props.setdefault(name, []).append(loc.child(sub, f"properties/{escape_token(name)}"))
     for name in s.get("required", []):
         if name not in f.required:
             f.required.append(name)
     for regex, sub in (s.get("patternProperties") or {}).items():
-        f.pattern_props.append((regex, loc.child(sub, f"patternProperties/{_pointer_token(regex)}")))
+        f.pattern_props.append((regex, loc.child(sub, f"patternProperties/{escape_token(regex)}")))
     if "additionalProperties" in s:
         f.additional = (f.additional or []) + [loc.child(s["additionalProperties"], "additionalProperties")]
     if "propertyNames" in s:

@@ -18,7 +18,7 @@ from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..base.http import MockRequest, is_json, parse_cookies, parse_query
 from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
-from ..base.pointers import pointer_join
+from ..base.pointers import pointer_join, pointer_tokens
 from ..spec.index import MediaType, Operation, Parameter
 from ..spec.schema_walk import below
 from ..spec.schemas import Resolve, instance_pointer, iter_errors, schema_types
@@ -84,7 +84,7 @@ def violations_header(name: str, violations: list[Violation]) -> str:
     _HEADER_LIMIT characters (then how many more there were). `X-Mock-Violations`: `pointer rule` items joined by
     `; ` (`/query/limit maximum; /body/name type`); `sl-violations`: Prism's JSON list."""
     prism = name.lower() == PRISM_VIOLATIONS_HEADER
-    items = [json.dumps({"location": ["request", *_tokens(v.where())], "severity": "Error", "code": v.rule,
+    items = [json.dumps({"location": ["request", *pointer_tokens(v.where())], "severity": "Error", "code": v.rule,
                          "message": v.message[:200]}, separators=(",", ":")) if prism
              else f"{quote(v.where(), safe=_SAFE)} {v.rule}" for v in violations]
     kept: list[str] = []
@@ -96,10 +96,6 @@ def violations_header(name: str, violations: list[Violation]) -> str:
         return "[" + ",".join(kept) + "]"
     more = f"; +{len(items) - len(kept)} more" if len(kept) < len(items) else ""
     return "; ".join(kept) + more
-
-
-def _tokens(pointer: str) -> list[str]:
-    return [token.replace("~1", "/").replace("~0", "~") for token in pointer.split("/")[1:]]
 
 
 @dataclass

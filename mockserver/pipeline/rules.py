@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base.pointers import unescape_token
+from ..base.pointers import pointer_tokens
 from .auth import Caller
 from .request_validation import ValidRequest
 
@@ -49,7 +49,7 @@ def _reference(spec: Any) -> tuple[str, str] | None:
 def pointer_getter(pointer: str) -> Callable[[Any], Any]:
     """A JSON Pointer into a value (a request's body), read with its tokens split once; a missing step gives
     MISSING, never an exception."""
-    steps = [unescape_token(t) for t in pointer.split("/")[1:]]
+    steps = pointer_tokens(pointer)
 
     def get(value: Any) -> Any:
         for step in steps:

@@ -6,13 +6,13 @@ import argparse
 
 from ..cache import default_cache
 from ..spec.documents import use_parse_cache
-from . import contract, coverage, diff, proxy, record, serve, validate
+from . import contract, coverage, diff, health, proxy, record, serve, validate
 from .flags import THREADS
 
 __all__ = ["THREADS", "main"]
 
 COMMANDS = {"serve": serve, "validate": validate, "contract": contract, "coverage": coverage, "proxy": proxy,
-            "record": record, "diff": diff}
+            "record": record, "diff": diff, "health": health}
 DESCRIPTION = "`mockserver serve` and `mockserver validate`."  # what `mockserver --help` has always said
 
 

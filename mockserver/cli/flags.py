@@ -17,6 +17,7 @@ from ..pipeline.pipeline import Options
 from ..pipeline.request_validation import HEADER_NAMES, MODES, VIOLATIONS_HEADER
 from ..pipeline.stateful import ITEMS_LIMIT
 from ..state import SESSION_TTL, STATE_TIMEOUT, StateError
+from ..web.tls import DEV_NAMES, TlsError, TlsFiles, checked, development_files, development_folder
 
 if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
@@ -265,6 +266,15 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
     add_sources(parser)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=4010)
+    parser.add_argument("--tls-cert", type=Path, metavar="FILE",
+                        help="serve HTTPS with this certificate (PEM, the chain after it) and --tls-key")
+    parser.add_argument("--tls-key", type=Path, metavar="FILE", help="the private key of --tls-cert (PEM)")
+    parser.add_argument("--tls-self-signed", action="store_true",
+                        help="serve HTTPS with a development certificate for localhost, signed by a local CA made "
+                             "once (its file is printed at start: trust it in a browser or curl --cacert)")
+    parser.add_argument("--http", choices=["auto", "1", "2"], default="auto",
+                        help="HTTP version: auto (HTTP/1.1, and HTTP/2 where a TLS client offers it by ALPN), 1, "
+                             "or 2 (only HTTP/2; over plain HTTP, for clients that speak it without asking)")
     parser.add_argument("--no-control", action="store_true", help="leave out the control API under /__mock/")
     parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
                         help="protect the control API with this token (env MOCKSERVER_CONTROL_TOKEN); needed to "
@@ -327,7 +337,36 @@ def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     if refused:
         print(f"mockserver: {refused}", file=sys.stderr)
         return 2
+    try:
+        args.tls = tls_files(args)
+    except TlsError as exc:
+        print(f"mockserver: {exc}", file=sys.stderr)
+        return 2
     return located(args) or 2
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """What HTTPS is served with: the user's files, checked; or the development ones, made when missing."""
+    if args.tls_self_signed:
+        if args.tls_cert or args.tls_key:
+            raise TlsError("--tls-self-signed makes its own certificate: leave out --tls-cert and --tls-key")
+        return development_files(development_folder())
+    if args.tls_cert is None and args.tls_key is None:
+        return None
+    return checked(args.tls_cert, args.tls_key)
+
+
+def origin(args: argparse.Namespace) -> str:
+    """Where the server can be reached, as a user types it."""
+    return f"{'https' if args.tls else 'http'}://{args.host}:{args.port}"
+
+
+def say_tls(args: argparse.Namespace) -> None:
+    """The line a user needs to trust the development CA (nothing for their own certificate)."""
+    if args.tls is not None and args.tls.ca is not None:
+        print(f"mockserver: HTTPS with a development certificate for {', '.join(DEV_NAMES)}; trust its CA "
+              f"{args.tls.ca} (curl --cacert {args.tls.ca} {origin(args)}/…, or import it in a browser)",
+              file=sys.stderr, flush=True)
 
 
 def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:
@@ -380,6 +419,6 @@ def serve_until_stopped(factory: Callable[[], MockFlask], args: argparse.Namespa
     from ..web.serving import Listening, serve
 
     serve(factory, Listening(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure,
-                            args.body_timeout), args.log_level)
+                            args.body_timeout, args.tls, args.http), args.log_level)
     return 0
 

@@ -61,8 +61,9 @@ def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, rec
         return 2
     flags.warn_unshared(args, loaded.store.shared, SPLIT)
     what = f"recording into {args.out}" if recorder else "proxying"
-    print(f"mockserver: {what}: {proxy.target} on http://{args.host}:{args.port}, checked against {spec}"
+    print(f"mockserver: {what}: {proxy.target} on {flags.origin(args)}, checked against {spec}"
           + (" (fallback: the mock)" if args.fallback else ""), file=sys.stderr, flush=True)
+    flags.say_tls(args)
     return flags.serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),
                                        proxy=proxy, loaded=loaded),

@@ -5,6 +5,7 @@ import argparse
 import sys
 from functools import partial
 
+from . import flags
 from .flags import (
     add_options,
     add_serving,
@@ -52,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
     warn(loaded.warnings)
     warn_unshared(args, loaded.store.shared, SPLIT)
     state = loaded.store.describe()
-    origin = f"http://{args.host}:{args.port}"
+    origin = flags.origin(args)
     pages = "" if args.no_control else (f" · dashboard {origin}/__mock/ · docs {origin}/__mock/docs"
                                         f" · description {origin}/__mock/description")
     api = f'"{loaded.spec.title}" {loaded.spec.api_version}'.rstrip()
     print(f"mockserver: serving {api} ({spec}) on {origin}{pages}"
           + (f" · state shared in {state['url']}" if state["shared"] else ""), file=sys.stderr, flush=True)
+    flags.say_tls(args)
     return serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),
                                        watch=args.watch, loaded=loaded), args, args.workers)

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from granian import Granian
-from granian.constants import Interfaces
+from granian.constants import HTTPModes, Interfaces, SSLProtocols
 
 from .access import ACCESS
 from .app import MockFlask
 from .rsgi import MockRSGI
+from .tls import TlsFiles
 
 DRAIN_S = 10  # SIGTERM: requests in flight get this long to finish before their worker is killed
 FDS_KEPT = 256  # a worker's descriptors that are not connections: files, pipes, Redis, the listening socket
@@ -50,6 +51,8 @@ class Listening:
     runtime_threads: int  # Rust threads per worker doing the network I/O
     backpressure: int  # request bodies a worker reads at once; one more is answered 503 mock-busy
     body_timeout: float  # seconds for a request's whole body; past it, 408
+    tls: TlsFiles | None = None  # HTTPS with these files; plain HTTP without
+    http: str = "auto"  # "1", "2", or "auto": HTTP/1.1, and HTTP/2 where a TLS client offers it (ALPN)
 
 
 def unusable_address(host: str, port: int) -> str | None:
@@ -84,6 +87,8 @@ def serve(factory: Callable[[], MockFlask], settings: Listening, log_level: str)
         "mockserver", address=settings.host, port=settings.port, interface=Interfaces.RSGI,
         workers=settings.workers, runtime_threads=settings.runtime_threads,
         backpressure=max(open_files() - FDS_KEPT, 1), websockets=False, workers_kill_timeout=DRAIN_S,
+        http=HTTPModes(settings.http), ssl_cert=settings.tls.cert if settings.tls else None,
+        ssl_key=settings.tls.key if settings.tls else None, ssl_protocol_min=SSLProtocols.tls12,  # TLS 1.2 clients too
         log_dictconfig=_logging_config(log_level), log_level=log_level)  # type: ignore[arg-type]
     gc.freeze()  # what was loaded lives as long as the process: out of every collection, shared by the workers
     server.serve(target_loader=lambda _target: _worker_app(factory, settings))

@@ -457,6 +457,8 @@ class Bench:
             self.finish(server)
         self.load("mock --log-level info", mock_command(),
                   [Row("mock first page, --log-level info", "mock-info", FIRST_PAGE, AUTH, 200)])
+        self.load("mock --metrics", mock_command("--log-level", "warning", "--metrics"),  # its cost: < 5 %
+                  [Row("mock first page, --metrics", "mock-metrics", FIRST_PAGE, AUTH, 200)])
         self.load("mock default", default_command("--log-level", "warning"),
                   [Row("mock default (1 process), first page", "mock-default", FIRST_PAGE, AUTH, 200)])
 

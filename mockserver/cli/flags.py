@@ -285,6 +285,9 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--open-control", action="store_true",
                         help="serve the control API without a token on a non-loopback --host: anyone who can reach "
                              "the port can read the journal and change the mock")
+    parser.add_argument("--metrics", action="store_true",
+                        help="count requests by operation, status and source, their latency, sessions and stored "
+                             "items, in Prometheus' format at /__mock/metrics (behind the control token)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
@@ -416,9 +419,9 @@ def load_served(args: argparse.Namespace, spec: Path, fixtures: Path | None) -> 
 
 def serve_until_stopped(factory: Callable[[], MockFlask], args: argparse.Namespace, workers: int) -> int:
     """Serve on Granian until stopped; each worker builds its app with `factory` (web/serving.py)."""
-    from ..web.serving import Listening, serve
+    from ..web.serving import Listening, counted, serve
 
-    serve(factory, Listening(args.host, args.port, workers, args.threads, args.runtime_threads, args.backpressure,
-                            args.body_timeout, args.tls, args.http), args.log_level)
+    with counted(args.metrics):
+        serve(factory, Listening(args.host, args.port, workers, args.threads, args.runtime_threads,
+                                 args.backpressure, args.body_timeout, args.tls, args.http), args.log_level)
     return 0
-

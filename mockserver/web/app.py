@@ -21,6 +21,7 @@ from ..state import open_store
 from .control import PREFIX, control_blueprint, install
 from .cors import ControlOrigins
 from .dashboard import dashboard_blueprints
+from .metrics import Metrics
 from .mock_app import MockApp
 from .reload import Reloader
 from .wsgi import MockWSGI, StartResponse, WSGIApp, request_headers
@@ -79,7 +80,7 @@ def with_fields(options: Options | None, fields: dict[str, Any]) -> Options:
 def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None, *,
                control: bool = True, control_token: str | None = None, watch: bool = False,
                proxy: Proxy | None = None, loaded: Pipeline | None = None, control_origins: tuple[str, ...] = (),
-               **fields: Any) -> MockFlask:
+               metrics: bool = False, **fields: Any) -> MockFlask:
     """A Flask app serving the description with `options` (the public `Options`; any of its fields may also be
     given as a keyword, over `options`); raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
@@ -89,7 +90,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
     deployment instead of answering them (the pipeline still checks them, and answers on fallback). `loaded` is
     what `load_pipeline` made already (before `mockserver serve` forks its workers): its options and store are
-    used, and `options` and the keywords are not."""
+    used, and `options` and the keywords are not. `metrics=True` counts every answer for `/__mock/metrics`."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
     origins = ControlOrigins(tuple(control_origins), control_token)
     if loaded is None:
@@ -101,12 +102,15 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
         return Pipeline.load(spec_path, fixtures_path, settings, store)
 
     mock = MockApp(loaded, handle=proxy.handle if proxy else None)
+    if metrics:
+        mock.metrics = Metrics(loaded.spec.title, lambda: mock.pipeline)
     if watch:
         mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
     app = MockFlask(mock, control)
     if control:
         app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
-        control_api = control_blueprint(lambda: mock.pipeline, drift=proxy.drift if proxy else None)
+        control_api = control_blueprint(lambda: mock.pipeline, drift=proxy.drift if proxy else None,
+                                        metrics=mock.metrics)
         pages, data = dashboard_blueprints(lambda: mock.pipeline)
         control_api.register_blueprint(data)  # the dashboard's data: behind the control token
         app.before_request(mock.ensure_reloader)

@@ -28,6 +28,8 @@ from ..spec.documents import read_document
 from ..state import SESSION_COOKIE, SESSION_HEADER, check_session
 from ..tools.drift import DriftLog
 from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers
+from .metrics import CONTENT_TYPE as METRICS_TYPE
+from .metrics import Metrics
 from .mock_app import access_log, log_access
 from .wsgi import raw_path
 
@@ -39,10 +41,11 @@ _JOURNAL_FILTERS = {"operationId": str, "status": int, "method": str, "path": st
 Render = Callable[[MockError], Response]
 
 
-def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = None) -> Blueprint:
+def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = None,
+                      metrics: Metrics | None = None) -> Blueprint:
     """The control API's endpoints, below the prefix it is mounted at (`PREFIX`); `current()` is the state being
-    served (a reload swaps it); `drift` (in proxy mode) is served at /__mock/drift. `install` guards them and
-    renders their errors."""
+    served (a reload swaps it); `drift` (in proxy mode) is served at /__mock/drift, `metrics` (--metrics) at
+    /__mock/metrics. `install` guards them and renders their errors."""
     bp = Blueprint("control", __name__)
 
     def ok(payload: Any, status: int = 200) -> Response:
@@ -55,6 +58,12 @@ def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = 
         state = pipeline.store.describe()
         return ok({"status": "ok" if state["available"] else "state-unavailable", "title": pipeline.spec.title,
                    "operations": len(pipeline.spec.operations), "state": state}, 200 if state["available"] else 503)
+
+    @bp.get("/metrics")
+    def metrics_text() -> Response:
+        if metrics is None:
+            raise MockError(404, "metrics are off: start the mock with --metrics", code="not-found")
+        return Response(metrics.scrape(), content_type=METRICS_TYPE)
 
     @bp.get("/openapi.json")
     def openapi() -> Response:

@@ -20,10 +20,14 @@ import ipaddress
 import logging
 import logging.config
 import multiprocessing.util
+import os
 import resource
+import shutil
 import socket
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +36,7 @@ from granian.constants import HTTPModes, Interfaces, SSLProtocols
 
 from .access import ACCESS
 from .app import MockFlask
+from .metrics import MULTIPROCESS_DIR
 from .rsgi import MockRSGI
 from .tls import TlsFiles
 
@@ -92,6 +97,22 @@ def serve(factory: Callable[[], MockFlask], settings: Listening, log_level: str)
         log_dictconfig=_logging_config(log_level), log_level=log_level)  # type: ignore[arg-type]
     gc.freeze()  # what was loaded lives as long as the process: out of every collection, shared by the workers
     server.serve(target_loader=lambda _target: _worker_app(factory, settings))
+
+
+@contextmanager
+def counted(metrics: bool) -> Iterator[None]:
+    """With `--metrics`: a fresh folder where each worker counts (prometheus_client's multiprocess mode, which
+    reads it from the environment the workers inherit), removed when the server stops."""
+    if not metrics:
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="mockserver-metrics-")
+    os.environ[MULTIPROCESS_DIR] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROCESS_DIR, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def open_files() -> int:

@@ -288,6 +288,9 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", action="store_true",
                         help="count requests by operation, status and source, their latency, sessions and stored "
                              "items, in Prometheus' format at /__mock/metrics (behind the control token)")
+    parser.add_argument("--otel", action="store_true",
+                        help="send a trace span per request, with its stages, to an OpenTelemetry collector (the "
+                             "standard OTEL_EXPORTER_OTLP_* variables; pip install 'mockserver[otel]')")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
@@ -339,6 +342,12 @@ def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     refused = open_control(args)
     if refused:
         print(f"mockserver: {refused}", file=sys.stderr)
+        return 2
+    from ..web.otel import missing
+
+    unusable = missing() if args.otel else None
+    if unusable:
+        print(f"mockserver: {unusable}", file=sys.stderr)
         return 2
     try:
         args.tls = tls_files(args)

@@ -66,6 +66,6 @@ def serve_proxy(args: argparse.Namespace, spec: Path, fixtures: Path | None, rec
     flags.say_tls(args)
     return flags.serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),
-                                       metrics=args.metrics,
+                                       metrics=args.metrics, otel=args.otel,
                                        proxy=proxy, loaded=loaded),
                                args, args.workers)

@@ -62,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     flags.say_tls(args)
     return serve_until_stopped(partial(create_app, spec, fixtures, control=not args.no_control,
                                        control_token=args.control_token, control_origins=tuple(args.control_origin),
-                                       metrics=args.metrics,
+                                       metrics=args.metrics, otel=args.otel,
                                        watch=args.watch, loaded=loaded), args, args.workers)

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..base import tracing
 from ..base.errors import LoadError, MockError
 from ..base.http import MockRequest, MockResponse, is_json
 from ..base.json_values import MAX_DEPTH
@@ -218,7 +219,8 @@ class Pipeline:
         except MockError as error:
             session_error = error
         try:
-            resolved = self.resolve(request)
+            with tracing.stage("route, authenticate, validate"):
+                resolved = self.resolve(request)
             op = resolved.operation  # known first, so a refusal below takes the operation's own error shape
             if resolved.errors:
                 raise resolved.errors[0][1]
@@ -232,15 +234,17 @@ class Pipeline:
             prefer = self._no_prefer if header is None else Prefer.read(header, self.options.dynamic)
             if prefer.code is not None and (preferred := self._preferred_error(op, prefer.code)) is not None:
                 raise preferred
-            effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
-                                           session)
+            with tracing.stage("scenarios"):
+                effect = self.scenarios.effect(op, resolved.path_params, query, request, bearer_token(request),
+                                               session)
             if effect is not None and effect.error is not None:
                 raise effect.error
             if effect is not None and effect.undeclared:
                 response = self._gateway_answer(op, effect, request_id)
             else:
-                response = self._respond(op, Context(valid, caller, session, request.path, request.headers,
-                                                     request_id), prefer, request, effect, request_id)
+                with tracing.stage("answer"):
+                    response = self._respond(op, Context(valid, caller, session, request.path, request.headers,
+                                                         request_id), prefer, request, effect, request_id)
         except MockError as error:
             if op is None and error.status == 404 and (own := self.front_door.answer(request)) is not None:
                 return own  # no operation at the path: the mock's own page or icon, where it has one

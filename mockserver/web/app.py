@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response, request
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
+from ..base import tracing
 from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse
 from ..pipeline.pipeline import Options, Pipeline
@@ -23,6 +24,7 @@ from .cors import ControlOrigins
 from .dashboard import dashboard_blueprints
 from .metrics import Metrics
 from .mock_app import MockApp
+from .otel import OtelTracing
 from .reload import Reloader
 from .wsgi import MockWSGI, StartResponse, WSGIApp, request_headers
 
@@ -80,7 +82,7 @@ def with_fields(options: Options | None, fields: dict[str, Any]) -> Options:
 def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Options | None = None, *,
                control: bool = True, control_token: str | None = None, watch: bool = False,
                proxy: Proxy | None = None, loaded: Pipeline | None = None, control_origins: tuple[str, ...] = (),
-               metrics: bool = False, **fields: Any) -> MockFlask:
+               metrics: bool = False, otel: bool = False, **fields: Any) -> MockFlask:
     """A Flask app serving the description with `options` (the public `Options`; any of its fields may also be
     given as a keyword, over `options`); raises LoadError (with every problem) if anything is wrong, and
     StateError when the state store (`state="redis://…"`) cannot be used.
@@ -90,7 +92,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     reloads the description and fixtures when a file changes; `proxy` forwards the API's requests to a real
     deployment instead of answering them (the pipeline still checks them, and answers on fallback). `loaded` is
     what `load_pipeline` made already (before `mockserver serve` forks its workers): its options and store are
-    used, and `options` and the keywords are not. `metrics=True` counts every answer for `/__mock/metrics`."""
+    used, and `options` and the keywords are not. `metrics=True` counts every answer for `/__mock/metrics`;
+    `otel=True` sends this process's spans to an OpenTelemetry collector (web/otel.py)."""
     spec_path, fixtures_path = Path(spec), Path(fixtures) if fixtures else None
     origins = ControlOrigins(tuple(control_origins), control_token)
     if loaded is None:
@@ -104,6 +107,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     mock = MockApp(loaded, handle=proxy.handle if proxy else None)
     if metrics:
         mock.metrics = Metrics(loaded.spec.title, lambda: mock.pipeline)
+    if otel:
+        tracing.use(OtelTracing(loaded.spec.title))
     if watch:
         mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
     app = MockFlask(mock, control)

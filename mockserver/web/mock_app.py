@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..base import tracing
 from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse, sent_body
 from ..pipeline.pipeline import Pipeline
@@ -72,14 +73,15 @@ class MockApp:
             log_access(request.method, request.path, pipeline.secrets.query_string(request.query_string), 204,
                        _ms_since(started), "cors")
             return Answer(204, list(preflight_headers(request.headers).items()), b"")
-        try:
-            result = self.handle(pipeline, request)
-        except Exception:
-            access_log.exception("internal error on %s %s", request.method, request.path)
-            result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
-                                                       code="mock-internal-error"),
-                                             pipeline.request_id(request), None)
-        return self._finish(pipeline, request, result, started)
+        with tracing.request(request.method, request.path):
+            try:
+                result = self.handle(pipeline, request)
+            except Exception:
+                access_log.exception("internal error on %s %s", request.method, request.path)
+                result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
+                                                           code="mock-internal-error"),
+                                                 pipeline.request_id(request), None)
+            return self._finish(pipeline, request, result, started)
 
     def refuse(self, request: MockRequest, error: MockError, started: float) -> Answer:
         """`error` as the answer to a request a transport will not pass on (its body too slow, too many bodies at
@@ -101,6 +103,7 @@ class MockApp:
         log_access(request.method, request.path, query, result.status, took_ms, result.source, result.operation_id)
         if self.metrics is not None:
             self.metrics.answered(result.operation_id, result.status, result.source, took_ms / 1000)
+        tracing.answered(result.status, result.operation_id, result.source)
         body = sent_body(result.disconnect, result.body) if result.disconnect else result.body
         return Answer(result.status, list(out_headers.items()), body, result.delay_ms / 1000, result.disconnect)
 

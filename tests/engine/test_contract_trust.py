@@ -170,7 +170,7 @@ def test_one_root_cause_is_one_problem_with_its_rules_and_two_reproductions(tmp_
     assert len(reproductions) == 2 and reproductions[0] != reproductions[1], output
     data = json.loads(out.read_text(encoding="utf-8"))
     [problem] = data["problems"]
-    assert problem["cause"] == "query limit" and problem["family"] == "/notebooks" and len(problem["examples"]) == 2
+    assert problem["cause"] == "query limit" and problem["families"] == ["/notebooks"] and len(problem["examples"]) == 2
     assert problem["count"] == data["occurrences"] == sum(f["count"] for f in data["findings"]) > 2
     assert len(problem["rules"]) == len(data["findings"]) >= 3
     assert re.search(rf"^FAILED: 1 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 1 "
@@ -327,3 +327,51 @@ def test_ids_are_discovered_from_what_a_create_answers(tmp_path: Path, capsys: p
     assert code == 0, output
     assert "ids discovered on the target: getFlow (1)" in output, output
     assert re.search(r"^GET /flows/\{id\}  getFlow  · \d+ answers: 200×\d+$", output, re.M), output
+
+
+VERSIONED = """\
+openapi: 3.0.3
+info: {title: Versioned, version: 1.0.0}
+servers: [{url: /api}]
+paths:
+  /flows: {get: {operationId: listFlows, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+  /owners: {get: {operationId: listOwners, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+  /notes: {get: {operationId: listNotes, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+components:
+  responses:
+    Things:
+      description: The things, in the API version that answered.
+      headers: {API-Version: {required: true, schema: {type: string, pattern: '^[0-9]+[.][0-9]+$'}}}
+      content: {application/json: {schema: {type: array, items: {type: object}}}}
+"""
+
+
+@Request.application
+def versioned(request: Request) -> Response:
+    """Every list of three families answered with a malformed `API-Version`: one fault, on every operation."""
+    return Response("[]", content_type="application/json", headers={"API-Version": "latest"})
+
+
+def test_one_cause_on_many_operations_of_many_families_is_one_problem(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]):
+    """A malformed response header on /flows, /owners and /notes: one problem named by the header and its rule,
+    "in 3 operations", with two reproductions; not one per family."""
+    spec, out = tmp_path / "versioned.yaml", tmp_path / "report.json"
+    spec.write_text(VERSIONED)
+    with serving(versioned) as url:
+        code = main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "fuzzing",
+                     "--max-examples", "2", "--seed", "1", "--no-force", "--checks", "response_headers_conformance",
+                     "--report-json", str(out)])
+    output = capsys.readouterr().out
+    assert code == 1, output
+    [heading] = re.findall(r"^\d+\. .*$", output, re.M)
+    assert re.fullmatch(r"1\. GET /flows · response_headers_conformance: .* \(\d+ occurrences in 3 operations\)",
+                        heading), output
+    body = output[output.index(heading):].split("\n\n")[0].splitlines()
+    assert body[1] == ("   cause:     header API-Version · rules: pattern · operations: GET /flows, GET /notes, "
+                       "GET /owners"), output
+    assert len([line for line in body if "reproduce: curl -X GET" in line]) == 2, output
+    [problem] = json.loads(out.read_text(encoding="utf-8"))["problems"]
+    assert problem["families"] == ["/flows", "/notes", "/owners"] and problem["rules"] == ["pattern"], problem
+    assert re.search(rf"^FAILED: 3 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 3 "
+                     r"operations, 0 error\(s\)", output, re.M), output

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from itertools import takewhile
+from typing import Any, NamedTuple
 
 import requests
 
@@ -40,6 +41,14 @@ _SCALARS = (str, int, float, bool)
 _SEARCH = re.compile(r"/(filter|search|query)$", re.IGNORECASE)  # the last segment of a search operation's path
 
 
+class _Item(NamedTuple):
+    """An object a list, search or create answered, with where it came from."""
+
+    resource: str  # the singular name of what the path lists or creates: `testSet` for `/v1/test-sets`
+    family: str  # the path's family (`family`): its own id is that family's `{id}`
+    data: dict[str, Any]
+
+
 def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dict[str, str],
              timeout: float | None, allowed: set[str], posts: bool = True) -> tuple[dict[str, list[Combo]],
                                                                                     list[str]]:
@@ -48,19 +57,20 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     of a read-only run)."""
     linked, problems = links_to(spec)
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
-    items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
+    items: list[_Item] = []
     for op in spec.operations.values():
         body = _post_body(op, spec.docs) if posts else None
         if not (body is not None or is_list(op, spec.docs)) or label(op) not in allowed:
             continue
-        resource = _resource(_SEARCH.sub("", op.path))
+        path = _SEARCH.sub("", op.path)
+        resource, source = _resource(path), family(path)
         for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
             exchange, problem = _get(base_url, op, given, sent.get(label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
-                items += [(resource, item) for item in _objects_in_arrays(exchange.body)]
-                items += [(resource, item) for item in _created(op, exchange)]
+                items += [_Item(resource, source, item) for item in _objects_in_arrays(exchange.body)]
+                items += [_Item(resource, source, item) for item in _created(op, exchange)]
             if problem:
                 problems.append(f"{label(op)}: {problem}")
                 break
@@ -80,6 +90,11 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
 def label(op: Operation) -> str:
     """How the run names an operation (`GET /pets/{id}`)."""
     return f"{op.method.upper()} {op.path}"
+
+
+def family(path: str) -> str:
+    """A path's family: the path up to its first templated segment (`/flows` for `/flows/{id}/steps`)."""
+    return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
 
 
 def _in_order(spec: SpecIndex, linked: dict[str, list[Link]]) -> Iterator[Operation]:
@@ -218,6 +233,12 @@ def _resource(path: str) -> str:
     return name[:-1] if name.endswith("s") else name
 
 
+def _own_id(item: _Item) -> Any:
+    """The item's id: its `id`, else a field naming its resource (`flowId`, `flow_id`), as a create may answer."""
+    keys = ("id", f"{item.resource}Id", f"{item.resource}_id")
+    return next((item.data[key] for key in keys if isinstance(item.data.get(key), _SCALARS)), None)
+
+
 def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
     """(leaf name, value) of every scalar in an item, shallowest first."""
     if not isinstance(item, dict) or depth > _DEPTH:
@@ -232,20 +253,26 @@ def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield from _fields(value, depth + 1)
 
 
-def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]], docs: DocumentSet) -> list[Combo]:
+def _bind(op: Operation, items: list[_Item], docs: DocumentSet) -> list[Combo]:
+    """The combinations the items give `op` by name: a field of the parameter's name, or the item's own id for
+    a parameter that names its resource (`testSetId`), or a bare `id` of the item's own family (an owner's id is
+    no flow's `/flows/{id}`)."""
     needed = _needed(op, docs)
     if not needed:
         return []
     combos: list[Combo] = []
-    for resource, item in items:
+    for item in items:
         fields: dict[str, Any] = {}
-        for name, value in _fields(item):
+        for name, value in _fields(item.data):
             fields.setdefault(name, value)
         combo: Combo = fixed(op, docs)
         for p in needed:
-            value = fields.get(p.name)
-            if value is None and p.name.lower() in (resource.lower() + "id", resource.lower() + "_id"):
-                value = item.get("id")
+            if p.name == "id":
+                value = _own_id(item) if item.family == family(op.path) else None
+            else:
+                value = fields.get(p.name)
+                if value is None and p.name.lower() in (item.resource.lower() + "id", item.resource.lower() + "_id"):
+                    value = _own_id(item)
             if value is None or (p.schema is not None and not p.schema.validator.is_valid(value)):
                 break
             combo[(p.location, p.name)] = value

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import takewhile
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -17,6 +16,7 @@ from schemathesis.engine.recorder import CheckNode, Request, ScenarioRecorder
 from schemathesis.openapi.checks import JsonSchemaError, MissingHeaders, UndefinedStatusCode
 
 from .credentials import Sent
+from .discovery import family
 
 MOCK_ORIGIN = "http://127.0.0.1:4010"  # where `mockserver serve` listens: curl commands of an in-process run go there
 _GOT_BYTES = 300
@@ -39,7 +39,7 @@ class Finding:
 
     @property
     def family(self) -> str:
-        """The operation's family: its path up to the first templated segment (`/flows` for `PUT /flows/{id}`)."""
+        """The operation's family (`/flows` for `PUT /flows/{id}`)."""
         return family(self.operation.partition(" ")[2])
 
     @property
@@ -48,11 +48,6 @@ class Finding:
         or status with its rule (the same fault wherever it shows: a malformed header on every operation), or, for
         a cause that is only the failure's title, the family too (a 500 of /flows and one of /owners are two)."""
         return (self.check, self.cause) if self.rule else (self.check, self.family, self.cause)
-
-
-def family(path: str) -> str:
-    """A path's family: the path up to its first templated segment (`/flows` for `/flows/{id}/steps`)."""
-    return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
 
 
 @dataclass
@@ -332,7 +327,7 @@ def _header_named(case: Case | None, response: Any, value: Any) -> str:
     declared = [name for name, _ in definition.headers.items()] if definition is not None else []
     sent: dict[str, list[str]] = getattr(response, "headers", None) or {}
     forms = {str(value), json.dumps(value)}
-    named = [name for name in declared if (sent.get(name.lower()) or [None])[0] in forms]
+    named = [name for name in declared if sent.get(name.lower(), [""])[0] in forms]
     if not named and len(declared) == 1:
         named = declared
     return named[0] if named else "(not named)"

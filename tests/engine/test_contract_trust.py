@@ -279,9 +279,9 @@ def flows(request: Request) -> Response:
     return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
 
 
-def flows_contract(tmp_path: Path, url: str, *extra: str) -> int:
+def flows_contract(tmp_path: Path, url: str, *extra: str, description: str = FLOWS) -> int:
     spec = tmp_path / "flows.yaml"
-    spec.write_text(FLOWS)
+    spec.write_text(description)
     return main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "examples",
                  "--max-examples", "2", "--seed", "1", "--no-force", "--exclude-checks", "unsupported_method",
                  *extra])
@@ -327,6 +327,79 @@ def test_ids_are_discovered_from_what_a_create_answers(tmp_path: Path, capsys: p
     assert code == 0, output
     assert "ids discovered on the target: getFlow (1)" in output, output
     assert re.search(r"^GET /flows/\{id\}  getFlow  · \d+ answers: 200×\d+$", output, re.M), output
+
+
+CREATED = """\
+openapi: 3.0.3
+info: {title: Created, version: 1.0.0}
+servers: [{url: /api}]
+paths:
+  /flows:
+    post:
+      operationId: createFlow
+      requestBody: {$ref: '#/components/requestBodies/Named'}
+      responses: {'201': {description: Created; where is in Location.}}
+  /flows/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    get:
+      operationId: getFlow
+      responses: &found
+        '200': {description: Found., content: {application/json: {schema: {type: object}}}}
+        '404': {description: No such thing., content: {application/json: {schema: {type: object}}}}
+    put: {operationId: renameFlow, requestBody: {$ref: '#/components/requestBodies/Named'},
+          responses: *found}
+  /owners:
+    post:
+      operationId: createOwner
+      requestBody: {$ref: '#/components/requestBodies/Named'}
+      responses:
+        '201': {description: Created., content: {application/json: {schema: {type: object}}}}
+  /owners/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    get: {operationId: getOwner, responses: *found}
+    put: {operationId: renameOwner, requestBody: {$ref: '#/components/requestBodies/Named'},
+          responses: *found}
+components:
+  requestBodies:
+    Named:
+      required: true
+      content: {application/json: {schema: {type: object}, example: {name: nightly}}}
+"""
+MADE: dict[str, list[str]] = {"flows": [], "owners": []}
+
+
+@Request.application
+def made_only(request: Request) -> Response:
+    """Serves only what was created here: a flow is where its `Location` says (an empty body), an owner by the
+    `ownerId` of the body (no `Location`)."""
+    parts = request.path.strip("/").split("/")  # api, flows|owners, id
+    if len(parts) == 2 and request.method == "POST":
+        made = MADE[parts[1]]
+        made.append(f"{parts[1][:-1]}-{len(made)}")
+        if parts[1] == "flows":
+            return Response(status=201, headers={"Location": f"/api/flows/{made[-1]}"})
+        return Response(json.dumps({"ownerId": made[-1]}), 201, content_type="application/json")
+    if len(parts) == 3 and parts[2] in MADE.get(parts[1], []):
+        return Response(json.dumps({"id": parts[2]}), content_type="application/json")
+    return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
+
+
+def test_ids_of_what_creates_answer_reach_the_item_operations_of_their_own_family(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A server that lists nothing and only serves what was created: the flow's id from `Location`, the owner's
+    from its body's `ownerId`; each reaches its own family's item operations (a flow's id is no owner's `{id}`),
+    whose every answer is then a 200."""
+    for made in MADE.values():
+        made.clear()
+    with serving(made_only) as url:
+        code = flows_contract(tmp_path, url, "--allow-untested", "createFlow", "--allow-untested", "createOwner",
+                              description=CREATED)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert ("ids discovered on the target: getFlow (1), renameFlow (1), getOwner (1), renameOwner (1)"
+            in output), output
+    items = [line for line in output.splitlines() if re.match(r"(GET|PUT) /(flows|owners)/\{id\}  ", line)]
+    assert len(items) == 4 and all(re.search(r"answers: 200×\d+$", line) for line in items), output
 
 
 VERSIONED = """\

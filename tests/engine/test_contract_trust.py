@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from test_contract import (
     json_body,
     on_request,
     on_response,
+    parsed_junit,
     query_without,
     serving,
     valid_limit,
@@ -37,21 +37,6 @@ pytestmark = pytest.mark.slow  # whole contract runs
 
 # every character XML 1.0 forbids, those it allows only escaped, and what UTF-8 cannot write
 FUZZ = "".join(map(chr, range(32))) + "\x7f<&>\"'\ud800 \udfff \udbff\ufffe\uffff"  # no surrogate pair
-
-
-def parsed_junit(path: Path) -> ET.Element:
-    """The JUnit file, parsed, checked against the shape CI servers read (testsuites > testsuite > testcase, at
-    most one failure or error each, with a message and a type), and its one test suite."""
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    suites = root.findall("testsuite")
-    assert len(suites) == 1 and {"name", "tests", "failures", "errors", "skipped"} <= set(suites[0].attrib)
-    for case in suites[0].iter("testcase"):
-        assert case.get("classname") and case.get("name"), case.attrib
-        assert len(case.findall("failure")) + len(case.findall("error")) <= 1, case.attrib  # one verdict a case
-        for failure in case.findall("failure"):
-            assert failure.get("message") is not None and failure.get("type"), failure.attrib
-    return suites[0]
 
 
 def test_fuzzed_names_and_values_still_make_reports_that_parse(tmp_path: Path):
@@ -429,12 +414,12 @@ def test_one_cause_on_many_operations_of_many_families_is_one_problem(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]):
     """A malformed response header on /flows, /owners and /notes: one problem named by the header and its rule,
     "in 3 operations", with two reproductions; not one per family."""
-    spec, out = tmp_path / "versioned.yaml", tmp_path / "report.json"
+    spec, out, report = tmp_path / "versioned.yaml", tmp_path / "report.json", tmp_path / "contract.xml"
     spec.write_text(VERSIONED)
     with serving(versioned) as url:
         code = main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "fuzzing",
                      "--max-examples", "2", "--seed", "1", "--no-force", "--checks", "response_headers_conformance",
-                     "--report-json", str(out)])
+                     "--report-json", str(out), "--junit", str(report)])
     output = capsys.readouterr().out
     assert code == 1, output
     [heading] = re.findall(r"^\d+\. .*$", output, re.M)
@@ -446,5 +431,8 @@ def test_one_cause_on_many_operations_of_many_families_is_one_problem(tmp_path: 
     assert len([line for line in body if "reproduce: curl -X GET" in line]) == 2, output
     [problem] = json.loads(out.read_text(encoding="utf-8"))["problems"]
     assert problem["families"] == ["/flows", "/notes", "/owners"] and problem["rules"] == ["pattern"], problem
+    cases = parsed_junit(report).iter("testcase")
+    failed = [case.get("classname") for case in cases if case.find("failure") is not None]
+    assert failed == ["GET /flows", "GET /notes", "GET /owners"], failed  # JUnit: a test case per operation
     assert re.search(rf"^FAILED: 3 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 3 "
                      r"operations, 0 error\(s\)", output, re.M), output

@@ -13,7 +13,13 @@ from urllib.parse import parse_qsl, urlsplit
 from schemathesis import Case
 from schemathesis.engine import Status, events
 from schemathesis.engine.recorder import CheckNode, Request, ScenarioRecorder
-from schemathesis.openapi.checks import JsonSchemaError, MissingHeaders, UndefinedStatusCode
+from schemathesis.openapi.checks import (
+    IgnoredAuth,
+    JsonSchemaError,
+    MissingHeaders,
+    UndefinedStatusCode,
+    UnsupportedMethodResponse,
+)
 
 from .credentials import Sent
 from .discovery import family
@@ -299,8 +305,9 @@ def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_proc
 
 def _cause(check: str, failure: Any, case: Case | None, response: Any) -> tuple[str, str]:
     """What broke which rule, the same for every answer of one root cause: a body field (array indices as `*`) or
-    a response header and its schema keyword, missing headers, an undeclared status, or the parameter a generated
-    case broke on purpose and how; else the failure's title."""
+    a response header and its schema keyword, missing headers, an undeclared status, the parameter a generated
+    case broke on purpose and how, the answer to undeclared methods, or credentials let through; else the
+    failure's title."""
     if isinstance(failure, JsonSchemaError):
         rule = str(failure.schema_path[-1]) if failure.schema_path else "schema"
         if check == "response_headers_conformance":
@@ -311,6 +318,11 @@ def _cause(check: str, failure: Any, case: Case | None, response: Any) -> tuple[
         return f"header {', '.join(failure.missing_headers)}", "missing"
     if isinstance(failure, UndefinedStatusCode):
         return f"status {failure.status_code}", "not declared"
+    if isinstance(failure, UnsupportedMethodResponse):
+        wrong = failure.failure_reason == "wrong_status"
+        return "undeclared methods", f"answered {failure.status_code}" if wrong else "405 without Allow"
+    if isinstance(failure, IgnoredAuth):
+        return "authentication", failure.title
     data = case.meta.phase.data if case is not None and case.meta is not None else None
     if data is not None and data.parameter:
         location = getattr(data.parameter_location, "value", data.parameter_location) or data.location or ""

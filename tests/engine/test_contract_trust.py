@@ -391,11 +391,13 @@ VERSIONED = """\
 openapi: 3.0.3
 info: {title: Versioned, version: 1.0.0}
 servers: [{url: /api}]
+security: [{bearer: []}]
 paths:
   /flows: {get: {operationId: listFlows, responses: {'200': {$ref: '#/components/responses/Things'}}}}
   /owners: {get: {operationId: listOwners, responses: {'200': {$ref: '#/components/responses/Things'}}}}
   /notes: {get: {operationId: listNotes, responses: {'200': {$ref: '#/components/responses/Things'}}}}
 components:
+  securitySchemes: {bearer: {type: http, scheme: bearer}}
   responses:
     Things:
       description: The things, in the API version that answered.
@@ -406,33 +408,38 @@ components:
 
 @Request.application
 def versioned(request: Request) -> Response:
-    """Every list of three families answered with a malformed `API-Version`: one fault, on every operation."""
+    """Every list of three families answered with a malformed `API-Version`, whatever the method and
+    credentials: three faults, each on every operation."""
     return Response("[]", content_type="application/json", headers={"API-Version": "latest"})
 
 
 def test_one_cause_on_many_operations_of_many_families_is_one_problem(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]):
-    """A malformed response header on /flows, /owners and /notes: one problem named by the header and its rule,
-    "in 3 operations", with two reproductions; not one per family."""
+    """A malformed response header on /flows, /owners and /notes, a 200 to any undeclared method and to any
+    credentials: three problems, each named by its cause and rule, "in 3 operations", with two reproductions; not
+    one per family."""
     spec, out, report = tmp_path / "versioned.yaml", tmp_path / "report.json", tmp_path / "contract.xml"
     spec.write_text(VERSIONED)
     with serving(versioned) as url:
-        code = main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "fuzzing",
-                     "--max-examples", "2", "--seed", "1", "--no-force", "--checks", "response_headers_conformance",
+        code = main(["contract", "--spec", str(spec), "--url", url, "--phases", "coverage", "--max-examples", "2",
+                     "--seed", "1", "--no-force", "--token", "t",
+                     "--checks", "response_headers_conformance,unsupported_method,ignored_auth",
                      "--report-json", str(out), "--junit", str(report)])
     output = capsys.readouterr().out
     assert code == 1, output
-    [heading] = re.findall(r"^\d+\. .*$", output, re.M)
-    assert re.fullmatch(r"1\. GET /flows · response_headers_conformance: .* \(\d+ occurrences in 3 operations\)",
-                        heading), output
-    body = output[output.index(heading):].split("\n\n")[0].splitlines()
-    assert body[1] == ("   cause:     header API-Version · rules: pattern · operations: GET /flows, GET /notes, "
-                       "GET /owners"), output
-    assert len([line for line in body if "reproduce: curl -X GET" in line]) == 2, output
-    [problem] = json.loads(out.read_text(encoding="utf-8"))["problems"]
-    assert problem["families"] == ["/flows", "/notes", "/owners"] and problem["rules"] == ["pattern"], problem
+    blocks = [block.splitlines() for block in output.split("\n\n") if re.match(r"\d+\. ", block)]
+    causes = {block[0].split(" · ")[1].split(":")[0]: block[1].removeprefix("   cause:     ") for block in blocks}
+    everywhere = " · operations: GET /flows, GET /notes, GET /owners"
+    assert causes == {"unsupported_method": "undeclared methods · rules: answered 200" + everywhere,
+                      "response_headers_conformance": "header API-Version · rules: pattern" + everywhere,
+                      "ignored_auth": "authentication · rules: API accepts requests without authentication"
+                                      + everywhere}, output
+    assert all(block[0].endswith(" occurrences in 3 operations)") for block in blocks), output
+    assert all(len([line for line in block if "reproduce: curl -X" in line]) == 2 for block in blocks), output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [problem["families"] for problem in data["problems"]] == [["/flows", "/notes", "/owners"]] * 3, data
     cases = parsed_junit(report).iter("testcase")
-    failed = [case.get("classname") for case in cases if case.find("failure") is not None]
-    assert failed == ["GET /flows", "GET /notes", "GET /owners"], failed  # JUnit: a test case per operation
-    assert re.search(rf"^FAILED: 3 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 3 "
+    failed = [(case.get("classname"), case.get("name")) for case in cases if case.find("failure") is not None]
+    assert len(failed) == 9, failed  # JUnit: still a test case per operation and check
+    assert re.search(rf"^FAILED: 3 operations, \d+ requests, 3 problems \({data['occurrences']} occurrences\) in 3 "
                      r"operations, 0 error\(s\)", output, re.M), output

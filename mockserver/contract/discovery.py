@@ -8,8 +8,9 @@ object) with `{}` and each create (another `POST` that needs no value) with its 
 reads the items of the JSON answers (objects in an array, at the top or one level down; a create's answer, with
 the id its `Location` header ends with). An
 operation that needs path (or required query) values then gets each from one item: a field of the parameter's own
-name (at any depth: `spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource
-(`testSetId` and the items of `/v1/test-sets`, or of a `POST /v1/test-sets/search`). All of an operation's values
+name (at any depth: `spec.variantA.agentId`), or the item's own id (`id`, or `testSetId` in a create's answer) when
+the parameter names the list's resource (`testSetId` and the items of `/v1/test-sets`, or of a
+`POST /v1/test-sets/search`) or is a bare `{id}` right after the path that gave the item. All of an operation's values
 come from the same item, so they belong together (a test set's id with its version), and each must fit the
 parameter's schema.
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from itertools import takewhile
 from typing import Any, NamedTuple
 
 import requests
@@ -45,7 +45,7 @@ class _Item(NamedTuple):
     """An object a list, search or create answered, with where it came from."""
 
     resource: str  # the singular name of what the path lists or creates: `testSet` for `/v1/test-sets`
-    family: str  # the path's family (`family`): its own id is that family's `{id}`
+    path: str  # the path that listed or created it (a search's without `/search`): its id is `{path}/{id}`'s
     data: dict[str, Any]
 
 
@@ -63,14 +63,14 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
         if not (body is not None or is_list(op, spec.docs)) or label(op) not in allowed:
             continue
         path = _SEARCH.sub("", op.path)
-        resource, source = _resource(path), family(path)
+        resource = _resource(path)
         for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
             exchange, problem = _get(base_url, op, given, sent.get(label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
-                items += [_Item(resource, source, item) for item in _objects_in_arrays(exchange.body)]
-                items += [_Item(resource, source, item) for item in _created(op, exchange)]
+                items += [_Item(resource, path, item) for item in _objects_in_arrays(exchange.body)]
+                items += [_Item(resource, path, item) for item in _created(op, exchange)]
             if problem:
                 problems.append(f"{label(op)}: {problem}")
                 break
@@ -90,11 +90,6 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
 def label(op: Operation) -> str:
     """How the run names an operation (`GET /pets/{id}`)."""
     return f"{op.method.upper()} {op.path}"
-
-
-def family(path: str) -> str:
-    """A path's family: the path up to its first templated segment (`/flows` for `/flows/{id}/steps`)."""
-    return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
 
 
 def _in_order(spec: SpecIndex, linked: dict[str, list[Link]]) -> Iterator[Operation]:
@@ -255,8 +250,8 @@ def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
 
 def _bind(op: Operation, items: list[_Item], docs: DocumentSet) -> list[Combo]:
     """The combinations the items give `op` by name: a field of the parameter's name, or the item's own id for
-    a parameter that names its resource (`testSetId`), or a bare `id` of the item's own family (an owner's id is
-    no flow's `/flows/{id}`)."""
+    a parameter that names its resource (`testSetId`) or for a bare `{id}` right after the path that listed or
+    created the item (`/flows/{id}` a flow's, never an owner's)."""
     needed = _needed(op, docs)
     if not needed:
         return []
@@ -267,8 +262,8 @@ def _bind(op: Operation, items: list[_Item], docs: DocumentSet) -> list[Combo]:
             fields.setdefault(name, value)
         combo: Combo = fixed(op, docs)
         for p in needed:
-            if p.name == "id":
-                value = _own_id(item) if item.family == family(op.path) else None
+            if p.name.lower() == "id":
+                value = _own_id(item) if op.path.partition(f"/{{{p.name}}}")[0] == item.path else None
             else:
                 value = fields.get(p.name)
                 if value is None and p.name.lower() in (item.resource.lower() + "id", item.resource.lower() + "_id"):

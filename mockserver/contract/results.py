@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -22,7 +23,6 @@ from schemathesis.openapi.checks import (
 )
 
 from .credentials import Sent
-from .discovery import family
 
 MOCK_ORIGIN = "http://127.0.0.1:4010"  # where `mockserver serve` listens: curl commands of an in-process run go there
 _GOT_BYTES = 300
@@ -45,8 +45,9 @@ class Finding:
 
     @property
     def family(self) -> str:
-        """The operation's family (`/flows` for `PUT /flows/{id}`)."""
-        return family(self.operation.partition(" ")[2])
+        """The operation's family: its path up to the first templated segment (`/flows` for `PUT /flows/{id}`)."""
+        path = self.operation.partition(" ")[2]
+        return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
 
     @property
     def root(self) -> tuple[str, ...]:

@@ -8,8 +8,9 @@ object) with `{}` and each create (another `POST` that needs no value) with its 
 reads the items of the JSON answers (objects in an array, at the top or one level down; a create's answer, with
 the id its `Location` header ends with). An
 operation that needs path (or required query) values then gets each from one item: a field of the parameter's own
-name (at any depth: `spec.variantA.agentId`), or the item's `id` when the parameter names the list's resource
-(`testSetId` and the items of `/v1/test-sets`, or of a `POST /v1/test-sets/search`). All of an operation's values
+name (at any depth: `spec.variantA.agentId`), or the item's own id (`id`, or `testSetId` in a create's answer) when
+the parameter names the list's resource (`testSetId` and the items of `/v1/test-sets`, or of a
+`POST /v1/test-sets/search`) or is a bare `{id}` right after the path that gave the item. All of an operation's values
 come from the same item, so they belong together (a test set's id with its version), and each must fit the
 parameter's schema.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 
@@ -40,6 +41,14 @@ _SCALARS = (str, int, float, bool)
 _SEARCH = re.compile(r"/(filter|search|query)$", re.IGNORECASE)  # the last segment of a search operation's path
 
 
+class _Item(NamedTuple):
+    """An object a list, search or create answered, with where it came from."""
+
+    resource: str  # the singular name of what the path lists or creates: `testSet` for `/v1/test-sets`
+    path: str  # the path that listed or created it (a search's without `/search`): its id is `{path}/{id}`'s
+    data: dict[str, Any]
+
+
 def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dict[str, str],
              timeout: float | None, allowed: set[str], posts: bool = True) -> tuple[dict[str, list[Combo]],
                                                                                     list[str]]:
@@ -48,19 +57,20 @@ def discover(spec: SpecIndex, base_url: str, sent: dict[str, Sent], headers: dic
     of a read-only run)."""
     linked, problems = links_to(spec)
     answers: dict[str, list[Exchange]] = {}  # by operationId: the success answers discovery got
-    items: list[tuple[str, dict[str, Any]]] = []  # (resource of the list, item)
+    items: list[_Item] = []
     for op in spec.operations.values():
         body = _post_body(op, spec.docs) if posts else None
         if not (body is not None or is_list(op, spec.docs)) or label(op) not in allowed:
             continue
-        resource = _resource(_SEARCH.sub("", op.path))
+        path = _SEARCH.sub("", op.path)
+        resource = _resource(path)
         for query in [{}] if body is not None else _queries(op, spec.docs):
             given = {**fixed(op, spec.docs), **{("query", name): value for name, value in query.items()}}
             exchange, problem = _get(base_url, op, given, sent.get(label(op)) or Sent(), headers, timeout, body)
             if exchange is not None:
                 answers.setdefault(op.id, []).append(exchange)
-                items += [(resource, item) for item in _objects_in_arrays(exchange.body)]
-                items += [(resource, item) for item in _created(op, exchange)]
+                items += [_Item(resource, path, item) for item in _objects_in_arrays(exchange.body)]
+                items += [_Item(resource, path, item) for item in _created(op, exchange)]
             if problem:
                 problems.append(f"{label(op)}: {problem}")
                 break
@@ -218,6 +228,12 @@ def _resource(path: str) -> str:
     return name[:-1] if name.endswith("s") else name
 
 
+def _own_id(item: _Item) -> Any:
+    """The item's id: its `id`, else a field naming its resource (`flowId`, `flow_id`), as a create may answer."""
+    keys = ("id", f"{item.resource}Id", f"{item.resource}_id")
+    return next((item.data[key] for key in keys if isinstance(item.data.get(key), _SCALARS)), None)
+
+
 def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
     """(leaf name, value) of every scalar in an item, shallowest first."""
     if not isinstance(item, dict) or depth > _DEPTH:
@@ -232,20 +248,26 @@ def _fields(item: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield from _fields(value, depth + 1)
 
 
-def _bind(op: Operation, items: list[tuple[str, dict[str, Any]]], docs: DocumentSet) -> list[Combo]:
+def _bind(op: Operation, items: list[_Item], docs: DocumentSet) -> list[Combo]:
+    """The combinations the items give `op` by name: a field of the parameter's name, or the item's own id for
+    a parameter that names its resource (`testSetId`) or for a bare `{id}` right after the path that listed or
+    created the item (`/flows/{id}` a flow's, never an owner's)."""
     needed = _needed(op, docs)
     if not needed:
         return []
     combos: list[Combo] = []
-    for resource, item in items:
+    for item in items:
         fields: dict[str, Any] = {}
-        for name, value in _fields(item):
+        for name, value in _fields(item.data):
             fields.setdefault(name, value)
         combo: Combo = fixed(op, docs)
         for p in needed:
-            value = fields.get(p.name)
-            if value is None and p.name.lower() in (resource.lower() + "id", resource.lower() + "_id"):
-                value = item.get("id")
+            if p.name.lower() == "id":
+                value = _own_id(item) if op.path.partition(f"/{{{p.name}}}")[0] == item.path else None
+            else:
+                value = fields.get(p.name)
+                if value is None and p.name.lower() in (item.resource.lower() + "id", item.resource.lower() + "_id"):
+                    value = _own_id(item)
             if value is None or (p.schema is not None and not p.schema.validator.is_valid(value)):
                 break
             combo[(p.location, p.name)] = value

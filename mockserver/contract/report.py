@@ -16,6 +16,7 @@ from .results import Gap, OperationResult, Problem, RunResult
 
 _SOURCES = {"discovered": "ids discovered on the target", "data": "values from --data"}
 _MAX_LINES = 12  # of an expected/got/curl field: a schema violation's message can run long
+_SHOWN = 5  # operations named in a problem's cause line
 # what XML 1.0 forbids (C0 controls but tab, newline and return; lone surrogates; U+FFFE, U+FFFF) and what UTF-8
 # cannot write (lone surrogates): a fuzzed name or a server's answer may hold any of them
 _UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -124,17 +125,21 @@ def _problems(result: RunResult) -> str:
 
 def _problem(problem: Problem) -> str:
     """A problem's heading: its first operation, check and title, and how often, where."""
-    first, count, operations = problem.findings[0], problem.count, problem.operations
-    where = f" in {len(operations)} operations of {problem.family}" if len(operations) > 1 else ""
+    first, count, operations, families = problem.findings[0], problem.count, problem.operations, problem.families
+    of = f" of {families[0]}" if len(families) == 1 else ""
+    where = f" in {len(operations)} operations{of}" if len(operations) > 1 else ""
     times = f" ({count} occurrences{where})" if count > 1 else ""
     return f"{first.operation} · {problem.check}: {first.title}{times}"
 
 
 def _cause(problem: Problem) -> str:
-    """What broke, the distinct rules broken there, and the operations where (when more than one)."""
+    """What broke, the distinct rules broken there, and the operations where (when more than one: the first
+    `_SHOWN`, the JSON report has them all)."""
     rules = f" · rules: {', '.join(problem.rules)}" if problem.rules else ""
     operations = problem.operations
-    return problem.cause + rules + (f" · operations: {', '.join(operations)}" if len(operations) > 1 else "")
+    more = f" and {len(operations) - _SHOWN} more" if len(operations) > _SHOWN else ""
+    return problem.cause + rules + (f" · operations: {', '.join(operations[:_SHOWN])}{more}"
+                                    if len(operations) > 1 else "")
 
 
 def _gap(gap: Gap) -> str:
@@ -280,7 +285,7 @@ def as_json(result: RunResult) -> dict[str, Any]:
 
 def _problem_data(problem: Problem) -> dict[str, Any]:
     first = problem.findings[0]
-    return {"check": problem.check, "family": problem.family, "cause": problem.cause, "rules": problem.rules,
+    return {"check": problem.check, "families": problem.families, "cause": problem.cause, "rules": problem.rules,
             "title": first.title, "count": problem.count, "operations": problem.operations,
             "expected": first.expected, "got": first.got, "examples": problem.examples}
 

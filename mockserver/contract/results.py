@@ -14,7 +14,13 @@ from urllib.parse import parse_qsl, urlsplit
 from schemathesis import Case
 from schemathesis.engine import Status, events
 from schemathesis.engine.recorder import CheckNode, Request, ScenarioRecorder
-from schemathesis.openapi.checks import JsonSchemaError, MissingHeaders, UndefinedStatusCode
+from schemathesis.openapi.checks import (
+    IgnoredAuth,
+    JsonSchemaError,
+    MissingHeaders,
+    UndefinedStatusCode,
+    UnsupportedMethodResponse,
+)
 
 from .credentials import Sent
 
@@ -43,16 +49,26 @@ class Finding:
         path = self.operation.partition(" ")[2]
         return "/".join(takewhile(lambda part: not part.startswith("{"), path.split("/"))) or "/"
 
+    @property
+    def root(self) -> tuple[str, ...]:
+        """What the findings of one root cause share: the check and a cause that names a header, parameter, field
+        or status with its rule (the same fault wherever it shows: a malformed header on every operation), or, for
+        a cause that is only the failure's title, the family too (a 500 of /flows and one of /owners are two)."""
+        return (self.check, self.cause) if self.rule else (self.check, self.family, self.cause)
+
 
 @dataclass
 class Problem:
-    """One root cause: the findings of one check in one family of operations for one cause, whatever the rules
-    and however often, so a malformed header on every operation is one problem, not hundreds."""
+    """One root cause: the findings of one check for one cause, whatever the rules, the operations and however
+    often, so a malformed header on every operation is one problem, not hundreds (see `Finding.root`)."""
 
     check: str
-    family: str
     cause: str
     findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def families(self) -> list[str]:
+        return list(dict.fromkeys(finding.family for finding in self.findings))
 
     @property
     def count(self) -> int:
@@ -171,12 +187,11 @@ class RunResult:
         return [finding for op in self.operations.values() for finding in op.findings.values()]
 
     def problems(self) -> list[Problem]:
-        """The findings grouped by root cause (check, family of operations, cause), in the operations' order."""
-        grouped: dict[tuple[str, str, str], Problem] = {}
+        """The findings grouped by root cause (`Finding.root`), in the operations' order."""
+        grouped: dict[tuple[str, ...], Problem] = {}
         for op in sorted(self.operations.values(), key=lambda op: op.label):
             for finding in op.findings.values():
-                key = (finding.check, finding.family, finding.cause)
-                grouped.setdefault(key, Problem(*key)).findings.append(finding)
+                grouped.setdefault(finding.root, Problem(finding.check, finding.cause)).findings.append(finding)
         return list(grouped.values())
 
     def failures(self) -> Counter[str]:
@@ -285,27 +300,50 @@ def _finding(recorder: ScenarioRecorder, case_id: str, check: CheckNode, in_proc
     if in_process:
         curl = curl.replace(in_process, MOCK_ORIGIN)
     case = recorder.cases.get(failure.case_id or case_id) or recorder.cases.get(case_id)
-    cause, rule = _cause(failure, case.value if case else None)
+    cause, rule = _cause(check.name, failure, case.value if case else None, response)
     return Finding(failure.operation or "", check.name, failure.title, expected, got, curl, cause=cause, rule=rule)
 
 
-def _cause(failure: Any, case: Case | None) -> tuple[str, str]:
-    """What broke which rule, the same for every answer of one root cause: a body field (array indices as `*`) and
-    its schema keyword, missing headers, an undeclared status, or the parameter a generated case broke on purpose
-    and how; else the failure's title."""
+def _cause(check: str, failure: Any, case: Case | None, response: Any) -> tuple[str, str]:
+    """What broke which rule, the same for every answer of one root cause: a body field (array indices as `*`) or
+    a response header and its schema keyword, missing headers, an undeclared status, the parameter a generated
+    case broke on purpose and how, the answer to undeclared methods, or credentials let through; else the
+    failure's title."""
     if isinstance(failure, JsonSchemaError):
+        rule = str(failure.schema_path[-1]) if failure.schema_path else "schema"
+        if check == "response_headers_conformance":
+            return f"header {_header_named(case, response, failure.instance)}", rule
         where = "/".join("*" if isinstance(part, int) else str(part) for part in failure.instance_path)
-        return f"body /{where}", str(failure.schema_path[-1]) if failure.schema_path else "schema"
+        return f"body /{where}", rule
     if isinstance(failure, MissingHeaders):
         return f"header {', '.join(failure.missing_headers)}", "missing"
     if isinstance(failure, UndefinedStatusCode):
         return f"status {failure.status_code}", "not declared"
+    if isinstance(failure, UnsupportedMethodResponse):
+        wrong = failure.failure_reason == "wrong_status"
+        return "undeclared methods", f"answered {failure.status_code}" if wrong else "405 without Allow"
+    if isinstance(failure, IgnoredAuth):
+        return "authentication", failure.title
     data = case.meta.phase.data if case is not None and case.meta is not None else None
     if data is not None and data.parameter:
         location = getattr(data.parameter_location, "value", data.parameter_location) or data.location or ""
         rule = (data.description or failure.title).removeprefix(f"{data.parameter}: ")
         return f"{location} {data.parameter}".strip(), rule
     return failure.title, ""
+
+
+def _header_named(case: Case | None, response: Any, value: Any) -> str:
+    """The declared response header whose value broke its schema (Schemathesis' failure names none): the one that
+    answered `value`, else the only one declared."""
+    status = getattr(response, "status_code", None)
+    definition = case.operation.responses.find_by_status_code(status) if case is not None and status else None
+    declared = [name for name, _ in definition.headers.items()] if definition is not None else []
+    sent: dict[str, list[str]] = getattr(response, "headers", None) or {}
+    forms = {str(value), json.dumps(value)}
+    named = [name for name in declared if sent.get(name.lower(), [""])[0] in forms]
+    if not named and len(declared) == 1:
+        named = declared
+    return named[0] if named else "(not named)"
 
 
 def _summary(response: object) -> str:

@@ -154,6 +154,21 @@ def contract(url: str, *extra: str) -> int:
     return main(["contract", "--url", url, *NOTES_ARGS, "--max-examples", "5", "--seed", "1", *extra])
 
 
+def parsed_junit(path: Path) -> ET.Element:
+    """The JUnit file, parsed, checked against the shape CI servers read (testsuites > testsuite > testcase, at
+    most one failure or error each, with a message and a type), and its one test suite."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 1 and {"name", "tests", "failures", "errors", "skipped"} <= set(suites[0].attrib)
+    for case in suites[0].iter("testcase"):
+        assert case.get("classname") and case.get("name"), case.attrib
+        assert len(case.findall("failure")) + len(case.findall("error")) <= 1, case.attrib  # one verdict a case
+        for failure in case.findall("failure"):
+            assert failure.get("message") is not None and failure.get("type"), failure.attrib
+    return suites[0]
+
+
 def failed_checks(output: str) -> set[str]:
     """The checks the report's failure list names: lines like `1. GET /notebooks/{notebookId}/notes · check: …`."""
     return set(re.findall(r"^\d+\. \S+ \S+ · (\w+):", output, re.M))
@@ -212,7 +227,7 @@ def test_junit_report_names_each_failed_check(tmp_path: Path, capsys: pytest.Cap
     with serving(on_response(without_header("X-Request-Id"))) as url:
         assert contract(url, "--junit", str(report)) == 1
     capsys.readouterr()
-    suite = ET.parse(report).getroot().find("testsuite")
+    suite = parsed_junit(report)
     assert suite is not None and int(suite.get("failures", "0")) >= 1
     failed = {case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None}
     assert "request_id_header" in failed
@@ -401,7 +416,7 @@ def test_a_token_the_server_refuses_fails_naming_the_credentials(tmp_path: Path,
     assert reasons[0].startswith("  - the credentials never authenticated") and "--token" in reasons[0], output
     assert reasons[1].startswith("      GET /notebooks/{notebookId}/notes (401×"), output
     assert "PASSED" not in output
-    gate = [case for case in ET.parse(report).getroot().iter("testcase") if case.get("name") == "tested: credentials"]
+    gate = [case for case in parsed_junit(report).iter("testcase") if case.get("name") == "tested: credentials"]
     assert len(gate) == 1 and gate[0].find("failure") is not None
 
 
@@ -468,7 +483,7 @@ def test_the_mock_in_process_passes_with_every_operation_tested(tmp_path: Path, 
     assert code == 0, output
     assert re.search(r"^PASSED: 4 operations, \d+ requests, 0 problems, 0 error\(s\), 0 untested", output, re.M)
     assert all("answers: 200×" in line for line in operation_lines(output).values()), output
-    cases = {(case.get("classname"), case.get("name")): case for case in ET.parse(report).getroot().iter("testcase")}
+    cases = {(case.get("classname"), case.get("name")): case for case in parsed_junit(report).iter("testcase")}
     walk = cases[("GET /v1/test-sets", "cursor_walk")]
     counts = {p.get("name"): int(p.get("value", "-1")) for p in walk.iter("property")}
     assert counts["passed"] >= 1 and counts["failed"] == 0 and counts["did not apply"] >= 1, counts
@@ -539,7 +554,7 @@ def test_declared_responses_never_observed_fail_below_min_responses(tmp_path: Pa
     assert "declared responses: 4 of 5 observed (80 %), --min-responses 90 %" in output
     assert why(output) == ["  - only 4 of 5 declared responses observed (80.0 %), below --min-responses 90; "
                            "not seen: GET /notebooks/{notebookId}/notes 503"], output
-    case = next(c for c in ET.parse(report).getroot().iter("testcase") if c.get("name") == "declared responses")
+    case = next(c for c in parsed_junit(report).iter("testcase") if c.get("name") == "declared responses")
     assert case.find("failure") is not None
     assert {p.get("name"): p.get("value") for p in case.iter("property")}["observed 503"] == "0"
     assert at == 0, capsys.readouterr().out
@@ -693,7 +708,7 @@ def test_a_run_killed_mid_way_leaves_a_partial_junit_file(tmp_path: Path):
         process.wait()
         release.set()
         server.stop()
-    suite = ET.parse(report).getroot().find("testsuite")
+    suite = parsed_junit(report)
     assert suite is not None
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["complete"] == "false"
     assert {case.get("classname") for case in suite.iter("testcase")} >= {"GET /records", "GET /stats"}

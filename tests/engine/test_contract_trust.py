@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from test_contract import (
     json_body,
     on_request,
     on_response,
+    parsed_junit,
     query_without,
     serving,
     valid_limit,
@@ -37,21 +37,6 @@ pytestmark = pytest.mark.slow  # whole contract runs
 
 # every character XML 1.0 forbids, those it allows only escaped, and what UTF-8 cannot write
 FUZZ = "".join(map(chr, range(32))) + "\x7f<&>\"'\ud800 \udfff \udbff\ufffe\uffff"  # no surrogate pair
-
-
-def parsed_junit(path: Path) -> ET.Element:
-    """The JUnit file, parsed, checked against the shape CI servers read (testsuites > testsuite > testcase, at
-    most one failure or error each, with a message and a type), and its one test suite."""
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    suites = root.findall("testsuite")
-    assert len(suites) == 1 and {"name", "tests", "failures", "errors", "skipped"} <= set(suites[0].attrib)
-    for case in suites[0].iter("testcase"):
-        assert case.get("classname") and case.get("name"), case.attrib
-        assert len(case.findall("failure")) + len(case.findall("error")) <= 1, case.attrib  # one verdict a case
-        for failure in case.findall("failure"):
-            assert failure.get("message") is not None and failure.get("type"), failure.attrib
-    return suites[0]
 
 
 def test_fuzzed_names_and_values_still_make_reports_that_parse(tmp_path: Path):
@@ -170,7 +155,7 @@ def test_one_root_cause_is_one_problem_with_its_rules_and_two_reproductions(tmp_
     assert len(reproductions) == 2 and reproductions[0] != reproductions[1], output
     data = json.loads(out.read_text(encoding="utf-8"))
     [problem] = data["problems"]
-    assert problem["cause"] == "query limit" and problem["family"] == "/notebooks" and len(problem["examples"]) == 2
+    assert problem["cause"] == "query limit" and problem["families"] == ["/notebooks"] and len(problem["examples"]) == 2
     assert problem["count"] == data["occurrences"] == sum(f["count"] for f in data["findings"]) > 2
     assert len(problem["rules"]) == len(data["findings"]) >= 3
     assert re.search(rf"^FAILED: 1 operations, \d+ requests, 1 problem \({problem['count']} occurrences\) in 1 "
@@ -279,9 +264,9 @@ def flows(request: Request) -> Response:
     return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
 
 
-def flows_contract(tmp_path: Path, url: str, *extra: str) -> int:
+def flows_contract(tmp_path: Path, url: str, *extra: str, description: str = FLOWS) -> int:
     spec = tmp_path / "flows.yaml"
-    spec.write_text(FLOWS)
+    spec.write_text(description)
     return main(["contract", "--spec", str(spec), "--url", url, "--mode", "positive", "--phases", "examples",
                  "--max-examples", "2", "--seed", "1", "--no-force", "--exclude-checks", "unsupported_method",
                  *extra])
@@ -327,3 +312,134 @@ def test_ids_are_discovered_from_what_a_create_answers(tmp_path: Path, capsys: p
     assert code == 0, output
     assert "ids discovered on the target: getFlow (1)" in output, output
     assert re.search(r"^GET /flows/\{id\}  getFlow  · \d+ answers: 200×\d+$", output, re.M), output
+
+
+CREATED = """\
+openapi: 3.0.3
+info: {title: Created, version: 1.0.0}
+servers: [{url: /api}]
+paths:
+  /flows:
+    post:
+      operationId: createFlow
+      requestBody: {$ref: '#/components/requestBodies/Named'}
+      responses: {'201': {description: Created; where is in Location.}}
+  /flows/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    get:
+      operationId: getFlow
+      responses: &found
+        '200': {description: Found., content: {application/json: {schema: {type: object}}}}
+        '404': {description: No such thing., content: {application/json: {schema: {type: object}}}}
+    put: {operationId: renameFlow, requestBody: {$ref: '#/components/requestBodies/Named'},
+          responses: *found}
+  /owners:
+    post:
+      operationId: createOwner
+      requestBody: {$ref: '#/components/requestBodies/Named'}
+      responses:
+        '201': {description: Created., content: {application/json: {schema: {type: object}}}}
+  /owners/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    get: {operationId: getOwner, responses: *found}
+    put: {operationId: renameOwner, requestBody: {$ref: '#/components/requestBodies/Named'},
+          responses: *found}
+components:
+  requestBodies:
+    Named:
+      required: true
+      content: {application/json: {schema: {type: object}, example: {name: nightly}}}
+"""
+MADE: dict[str, list[str]] = {"flows": [], "owners": []}
+
+
+@Request.application
+def made_only(request: Request) -> Response:
+    """Serves only what was created here: a flow is where its `Location` says (an empty body), an owner by the
+    `ownerId` of the body (no `Location`)."""
+    parts = request.path.strip("/").split("/")  # api, flows|owners, id
+    if len(parts) == 2 and request.method == "POST":
+        made = MADE[parts[1]]
+        made.append(f"{parts[1][:-1]}-{len(made)}")
+        if parts[1] == "flows":
+            return Response(status=201, headers={"Location": f"/api/flows/{made[-1]}"})
+        return Response(json.dumps({"ownerId": made[-1]}), 201, content_type="application/json")
+    if len(parts) == 3 and parts[2] in MADE.get(parts[1], []):
+        return Response(json.dumps({"id": parts[2]}), content_type="application/json")
+    return Response(json.dumps({"message": "not here"}), 404, content_type="application/json")
+
+
+def test_ids_of_what_creates_answer_reach_the_item_operations_of_their_own_family(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A server that lists nothing and only serves what was created: the flow's id from `Location`, the owner's
+    from its body's `ownerId`; each reaches its own family's item operations (a flow's id is no owner's `{id}`),
+    whose every answer is then a 200."""
+    for made in MADE.values():
+        made.clear()
+    with serving(made_only) as url:
+        code = flows_contract(tmp_path, url, "--allow-untested", "createFlow", "--allow-untested", "createOwner",
+                              description=CREATED)
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert ("ids discovered on the target: getFlow (1), renameFlow (1), getOwner (1), renameOwner (1)"
+            in output), output
+    items = [line for line in output.splitlines() if re.match(r"(GET|PUT) /(flows|owners)/\{id\}  ", line)]
+    assert len(items) == 4 and all(re.search(r"answers: 200×\d+$", line) for line in items), output
+
+
+VERSIONED = """\
+openapi: 3.0.3
+info: {title: Versioned, version: 1.0.0}
+servers: [{url: /api}]
+security: [{bearer: []}]
+paths:
+  /flows: {get: {operationId: listFlows, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+  /owners: {get: {operationId: listOwners, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+  /notes: {get: {operationId: listNotes, responses: {'200': {$ref: '#/components/responses/Things'}}}}
+components:
+  securitySchemes: {bearer: {type: http, scheme: bearer}}
+  responses:
+    Things:
+      description: The things, in the API version that answered.
+      headers: {API-Version: {required: true, schema: {type: string, pattern: '^[0-9]+[.][0-9]+$'}}}
+      content: {application/json: {schema: {type: array, items: {type: object}}}}
+"""
+
+
+@Request.application
+def versioned(request: Request) -> Response:
+    """Every list of three families answered with a malformed `API-Version`, whatever the method and
+    credentials: three faults, each on every operation."""
+    return Response("[]", content_type="application/json", headers={"API-Version": "latest"})
+
+
+def test_one_cause_on_many_operations_of_many_families_is_one_problem(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]):
+    """A malformed response header on /flows, /owners and /notes, a 200 to any undeclared method and to any
+    credentials: three problems, each named by its cause and rule, "in 3 operations", with two reproductions; not
+    one per family."""
+    spec, out, report = tmp_path / "versioned.yaml", tmp_path / "report.json", tmp_path / "contract.xml"
+    spec.write_text(VERSIONED)
+    with serving(versioned) as url:
+        code = main(["contract", "--spec", str(spec), "--url", url, "--phases", "coverage", "--max-examples", "2",
+                     "--seed", "1", "--no-force", "--token", "t",
+                     "--checks", "response_headers_conformance,unsupported_method,ignored_auth",
+                     "--report-json", str(out), "--junit", str(report)])
+    output = capsys.readouterr().out
+    assert code == 1, output
+    blocks = [block.splitlines() for block in output.split("\n\n") if re.match(r"\d+\. ", block)]
+    causes = {block[0].split(" · ")[1].split(":")[0]: block[1].removeprefix("   cause:     ") for block in blocks}
+    everywhere = " · operations: GET /flows, GET /notes, GET /owners"
+    assert causes == {"unsupported_method": "undeclared methods · rules: answered 200" + everywhere,
+                      "response_headers_conformance": "header API-Version · rules: pattern" + everywhere,
+                      "ignored_auth": "authentication · rules: API accepts requests without authentication"
+                                      + everywhere}, output
+    assert all(block[0].endswith(" occurrences in 3 operations)") for block in blocks), output
+    assert all(len([line for line in block if "reproduce: curl -X" in line]) == 2 for block in blocks), output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [problem["families"] for problem in data["problems"]] == [["/flows", "/notes", "/owners"]] * 3, data
+    cases = parsed_junit(report).iter("testcase")
+    failed = [(case.get("classname"), case.get("name")) for case in cases if case.find("failure") is not None]
+    assert len(failed) == 9, failed  # JUnit: still a test case per operation and check
+    assert re.search(rf"^FAILED: 3 operations, \d+ requests, 3 problems \({data['occurrences']} occurrences\) in 3 "
+                     r"operations, 0 error\(s\)", output, re.M), output

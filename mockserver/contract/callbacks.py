@@ -34,7 +34,7 @@ from .results import Finding, RunResult, keep
 CHECK = "callbacks"
 DEFAULT_TIMEOUT_S = 5.0
 _PLACES = ("query", "header", "body")  # where a request can carry the receiver's URL
-_MAX_ARRIVALS = 10_000  # callbacks kept for checking; more are counted as unknown, not stored
+_MAX_ARRIVALS = 10_000  # callbacks kept for checking; past them, only counted (a note says how many)
 _MAX_BODY = 1 << 20  # bytes of a callback's body read
 
 
@@ -45,7 +45,7 @@ class CallbackError(ValueError):
 
 @dataclass(frozen=True)
 class Header:
-    name: str  # lower-case
+    name: str  # as declared: `X-Hook-Signature`
     required: bool
     validator: Draft202012Validator | None
 
@@ -78,7 +78,7 @@ def declared(spec: SpecIndex) -> tuple[dict[str, list[Callback]], list[str]]:
     docs = spec.docs
     for op in spec.operations.values():
         label = f"{op.method.upper()} {op.path}"
-        node = docs.lookup(op.uri)
+        node, _ = docs.deref(docs.lookup(op.uri), op.uri)
         callbacks, uri = docs.deref(node.get("callbacks") if isinstance(node, dict) else None,
                                     pointer_uri(op.uri, "callbacks"))
         for name, raw in (callbacks or {}).items() if isinstance(callbacks, dict) else ():
@@ -114,13 +114,15 @@ def _methods(spec: SpecIndex, item: Any, uri: str) -> dict[str, CallbackOperatio
         if method not in HTTP_METHODS or not isinstance(node, dict):
             continue
         op_uri = pointer_uri(uri, method)
-        headers = []
-        for index, raw in enumerate([*(item.get("parameters") or []), *(node.get("parameters") or [])]):
-            parameter, parameter_uri = docs.deref(raw, pointer_uri(op_uri, "parameters", index))
-            if isinstance(parameter, dict) and parameter.get("in") == "header" and parameter.get("name"):
-                schema = pointer_uri(parameter_uri, "schema") if "schema" in parameter else None
-                headers.append(Header(str(parameter["name"]).lower(), bool(parameter.get("required")),
-                                      spec.schemas.validator(schema) if schema else None))
+        headers: dict[str, Header] = {}  # the operation's own after the path item's, which they override
+        for listed, listed_uri in ((item.get("parameters"), uri), (node.get("parameters"), op_uri)):
+            for index, raw in enumerate(listed if isinstance(listed, list) else []):
+                parameter, parameter_uri = docs.deref(raw, pointer_uri(listed_uri, "parameters", index))
+                if isinstance(parameter, dict) and parameter.get("in") == "header" and parameter.get("name"):
+                    name = str(parameter["name"])
+                    schema = pointer_uri(parameter_uri, "schema") if "schema" in parameter else None
+                    headers[name.lower()] = Header(name, bool(parameter.get("required")),
+                                           spec.schemas.validator(schema) if schema else None)
         body, body_uri = docs.deref(node.get("requestBody"), pointer_uri(op_uri, "requestBody"))
         content = body.get("content") if isinstance(body, dict) else None
         media = {str(kind): (spec.schemas.validator(pointer_uri(body_uri, "content", kind, "schema"))
@@ -128,7 +130,7 @@ def _methods(spec: SpecIndex, item: Any, uri: str) -> dict[str, CallbackOperatio
                  for kind, entry in (content or {}).items()}
         successes = sorted(int(key) for key in (node.get("responses") or {}) if str(key)[:1] == "2"
                            and str(key).isdigit())
-        methods[method.upper()] = CallbackOperation(tuple(headers), media,
+        methods[method.upper()] = CallbackOperation(tuple(headers.values()), media,
                                                     bool(isinstance(body, dict) and body.get("required")),
                                                     successes[0] if successes else 200)
     return methods
@@ -258,6 +260,9 @@ class Watch:
             arrivals, due = list(self.arrivals), list(self.due)
         if CHECK not in result.checks:
             result.checks.append(CHECK)
+        if self.dropped:
+            result.notes.append(f"callbacks: {self.dropped} arrived past the first {_MAX_ARRIVALS:,} and were not "
+                                f"checked")
         by_key: dict[str, list[Arrival]] = {}
         for arrival in arrivals:
             by_key.setdefault(arrival.key, []).append(arrival)
@@ -295,9 +300,12 @@ class Watch:
     def _unknown(self, result: RunResult, arrival: Arrival, due: list[_Due]) -> None:
         """A callback to a path no request of the run gave: on the operation whose token it carries, else on the
         first that declares callbacks."""
-        label = self.sent.get(arrival.token) or min(self.callbacks)
+        label = self.sent.get(arrival.token) or next(
+            (label for label in sorted(self.callbacks) if label in result.operations), "")
         op = result.operations.get(label)
-        if op is None:
+        if op is None:  # no operation of the run declares a callback
+            result.notes.append(f"callbacks: {arrival.shown()} arrived, though the run checked no operation that "
+                                f"declares a callback")
             return
         mine = [item for item in due if item.label == label and item.case.id == arrival.token]
         expected = (", ".join(f"{self.url}{item.key}" for item in mine) if mine else
@@ -316,11 +324,11 @@ def violations(callback: Callback, arrival: Arrival) -> list[tuple[str, str, str
                  f"{' or '.join(callback.methods) or 'no method'} ({callback.name}: {callback.expression})")]
     broken = []
     for header in operation.headers:
-        value = arrival.headers.get(header.name)
+        value = arrival.headers.get(header.name.lower())
         if value is None:
             if header.required:
                 broken.append((f"header {header.name}", "missing", "Callback without a required header",
-                               f"header {header.name}"))
+                               f"header {header.name} (required)"))
             continue
         for error in _header_errors(header, value):
             broken.append((f"header {header.name}", str(error.validator), "Callback header does not match its "
@@ -360,7 +368,7 @@ def _body_violations(operation: CallbackOperation, arrival: Arrival) -> list[tup
     except ValueError as exc:
         return [("body", "not JSON", "Callback body is not JSON", f"JSON ({exc})")]
     return [(f"body {_field(error)}", str(error.validator), "Callback body does not match its schema",
-             error.message) for error in iter_errors(validator, value)]
+             f"body {_field(error)}: {error.message}") for error in iter_errors(validator, value)]
 
 
 def _field(error: Any) -> str:
@@ -387,14 +395,15 @@ def _put(body: Any, tokens: list[str], value: str) -> bool:
 
 
 def _views(interaction: Interaction, case: Case) -> tuple[RequestView, ResponseView]:
-    """The request as sent and its answer, as runtime expressions read them."""
+    """The request as sent and its answer, as runtime expressions read them (the body as the case holds it, so a
+    form's fields are read as a JSON body's)."""
     request, response = interaction.request, interaction.response
     assert response is not None
     return (RequestView(request.uri, request.method.upper(),
                         {name.lower(): values[0] for name, values in request.headers.items() if values},
                         parse_qs(urlsplit(request.uri).query, keep_blank_values=True),
                         {name: str(value) for name, value in (case.path_parameters or {}).items()},
-                        _json(request.body)),
+                        case.body if isinstance(case.body, (dict, list)) else _json(request.body)),
             ResponseView(response.status_code,
                          {name.lower(): values[0] for name, values in response.headers.items() if values},
                          _json(response.content)))
@@ -466,13 +475,34 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def _receive(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(min(length, _MAX_BODY))
-        if length > _MAX_BODY:
+        try:
+            body = self._body()
+        except ValueError:  # a length or chunk size that is no number: answered, never a traceback
             self.close_connection = True
+            self._answer(400)
+            return
         arrival = Arrival(self.command.upper(), self.path, {name.lower(): value for name, value in
                                                              self.headers.items()}, body)
-        status = self.server.watch.receive(arrival)  # type: ignore[attr-defined]
+        self._answer(self.server.watch.receive(arrival))  # type: ignore[attr-defined]
+
+    def _body(self) -> bytes:
+        """The body, by its length or in chunks, at most _MAX_BODY bytes of it (the connection is then closed)."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = b""
+            while size := int(self.rfile.readline(64).split(b";")[0].strip(), 16):
+                body += self.rfile.read(min(size, _MAX_BODY + 1 - len(body)))
+                if len(body) > _MAX_BODY:
+                    self.close_connection = True
+                    return body[:_MAX_BODY]
+                self.rfile.readline(64)  # the chunk's line end
+            self.rfile.readline(64)  # the last chunk's line end (no trailers are sent back this way)
+            return body
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > _MAX_BODY:
+            self.close_connection = True
+        return self.rfile.read(min(length, _MAX_BODY))
+
+    def _answer(self, status: int) -> None:
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()

@@ -90,7 +90,7 @@ def test_a_callback_with_a_wrong_body_fails_naming_the_field():
     assert run.returncode == 1, run.stdout + run.stderr
     assert "POST /subscriptions · callbacks: Callback body does not match its schema" in run.stdout, run.stdout
     assert "cause:     callback orderShipped body /shippedAt · rules: type" in run.stdout, run.stdout
-    assert "42 is not of type 'string'" in run.stdout
+    assert "expected:  body /shippedAt: 42 is not of type 'string'" in run.stdout
     assert "reproduce: curl -X POST" in run.stdout and "/subscriptions" in run.stdout
 
 
@@ -112,7 +112,7 @@ def test_a_callback_to_another_path_without_its_header_is_found():
     with stand_in(calling_back("/events", RIGHT, {})) as url:
         run = contract(url)
     assert run.returncode == 1, run.stdout
-    assert "cause:     callback orderShipped header x-hook-signature · rules: missing" in run.stdout, run.stdout
+    assert "cause:     callback orderShipped header X-Hook-Signature · rules: missing" in run.stdout, run.stdout
 
 
 def test_callback_options_that_cannot_be_used_are_refused(tmp_path: Path):

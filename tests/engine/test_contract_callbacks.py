@@ -130,3 +130,13 @@ def test_callback_options_that_cannot_be_used_are_refused(tmp_path: Path):
         taken = contract(url, "--callback-listen", f"127.0.0.1:{port}")
     assert taken.returncode == 2 and f"--callback-listen 127.0.0.1:{port}: cannot listen there" in taken.stderr, \
         taken.stderr
+
+
+def test_a_callback_url_that_does_not_parse_is_refused_with_its_place(tmp_path: Path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(SPEC.read_text().replace("{$request.body#/callbackUrl}/events", "{$request.bogus}/events"))
+    with stand_in(None) as url:
+        run = contract(url, "--spec", str(broken))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"{broken}:43: /paths/~1subscriptions/post/callbacks/orderShipped/" in run.stderr, run.stderr
+    assert "callback orderShipped: '$request.bogus'" in run.stderr and "Traceback" not in run.stderr

@@ -157,9 +157,8 @@ def run(args: argparse.Namespace) -> int:
                                request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover,
                                mode=args.mode, checks=checks, exclude_checks=exclude_checks, phases=phases,
                                coverage_cap=args.coverage_cap, credentials=not args.no_auth,
-                               allow_outside=tuple(args.allow_outside), callback_listen=args.callback_listen)
-    if args.callback_timeout is not None:
-        options.callback_timeout = args.callback_timeout
+                               allow_outside=tuple(args.allow_outside), callback_listen=args.callback_listen,
+                               callback_timeout=args.callback_timeout or contract.callbacks.DEFAULT_TIMEOUT_S)
     try:
         return contract.check(options, args.junit, json_path=args.report_json)
     except LoadError as exc:
@@ -170,11 +169,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _contract_choices(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
-    """--checks, --exclude-checks and --phases, each name known (ValueError otherwise), and --no-auth alone."""
+    """--checks, --exclude-checks and --phases, each name known (ValueError otherwise), --no-auth alone, and the
+    callback flags with --url."""
     from schemathesis.checks import CHECKS, load_all_checks
 
     from ..contract import PHASES
 
+    if not args.url and (args.callback_listen or args.callback_timeout):
+        raise ValueError("--callback-listen and --callback-timeout need --url: callbacks are checked on a deployment")
     if args.no_auth and any((args.token, args.token_env, args.token_file, args.auth_bearer, args.api_key, args.basic)):
         raise ValueError("--no-auth sends no credentials: leave out --token, --auth-bearer, --api-key and --basic")
     load_all_checks()

@@ -8,13 +8,14 @@ findings too."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from jsonschema import Draft202012Validator
@@ -436,15 +437,13 @@ def receiving(spec: SpecIndex | None, listen: tuple[str, int] | None, timeout: f
         yield Watch("", {}, timeout, notes)
         return
     host, port = listen or ("127.0.0.1", 0)
+    watch = Watch("", callbacks, timeout, notes)
     try:
-        server = ThreadingHTTPServer((host, port), _Handler)
+        server = _Receiver((host, port), watch)
     except OSError as exc:
         raise CallbackError(f"--callback-listen {host}:{port}: cannot listen there ({exc.strerror or exc})") \
             from None
-    server.daemon_threads = True
-    shown = f"[{host}]" if ":" in host else host
-    watch = Watch(f"http://{shown}:{server.server_port}", callbacks, timeout, notes)
-    server.watch = watch  # type: ignore[attr-defined]
+    watch.url = f"http://{f'[{host}]' if ':' in host else host}:{server.server_port}"
     _hook(schema, watch)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
@@ -469,6 +468,17 @@ def _hook(schema: OpenApiSchema, watch: Watch) -> None:
     schema.hook(before_add_examples)
 
 
+class _Receiver(ThreadingHTTPServer):
+    """The HTTP server of one run's Watch, on an IPv4 or IPv6 address."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], watch: Watch) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.watch = watch
+        super().__init__(address, _Handler)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Any method, any path: kept for the checks, answered with the callback's declared success."""
 
@@ -483,7 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         arrival = Arrival(self.command.upper(), self.path, {name.lower(): value for name, value in
                                                              self.headers.items()}, body)
-        self._answer(self.server.watch.receive(arrival))  # type: ignore[attr-defined]
+        self._answer(cast(_Receiver, self.server).watch.receive(arrival))
 
     def _body(self) -> bytes:
         """The body, by its length or in chunks, at most _MAX_BODY bytes of it (the connection is then closed)."""

@@ -30,7 +30,7 @@ from ..base.pointers import pointer_tokens
 from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template, parse
 from ..spec.index import HTTP_METHODS, SpecIndex, pointer_uri
 from ..spec.schemas import iter_errors
-from .results import Finding, RunResult, keep
+from .results import Finding, OperationResult, RunResult, keep
 
 CHECK = "callbacks"
 DEFAULT_TIMEOUT_S = 5.0
@@ -267,12 +267,15 @@ class Watch:
         by_key: dict[str, list[Arrival]] = {}
         for arrival in arrivals:
             by_key.setdefault(arrival.key, []).append(arrival)
+        first: dict[str, _Due] = {}  # by path: what an arrival of a method no callback there declares is held to
+        for item in due:
+            first.setdefault(item.key, item)
         claimed: set[int] = set()
         for item in due:
             op = result.operations.get(item.label)
             if op is None:
                 continue
-            came = by_key.get(item.key, [])
+            came = [arrival for arrival in by_key.get(item.key, []) if arrival.method in item.callback.methods]
             if not came and item.must:
                 op.failed[CHECK] += 1
                 keep(op, Finding(item.label, CHECK, "Declared callback never arrived",
@@ -281,22 +284,21 @@ class Watch:
                                  "nothing arrived", item.curl(), cause=f"callback {item.callback.name}",
                                  rule="never arrived"))
             for arrival in came:
-                if id(arrival) in claimed:
-                    continue
-                claimed.add(id(arrival))
-                broken = violations(item.callback, arrival)
-                op.failed[CHECK] += bool(broken)
-                op.passed[CHECK] += not broken
-                for cause, rule, title, expected in broken:
-                    keep(op, Finding(item.label, CHECK, title, expected, arrival.shown(), item.curl(),
-                                     cause=f"callback {item.callback.name} {cause}", rule=rule))
+                _check(op, item, arrival, claimed)
         for arrival in arrivals:
-            if id(arrival) not in claimed:
+            if id(arrival) in claimed:
+                continue
+            held = first.get(arrival.key)
+            op = result.operations.get(held.label) if held is not None else None
+            if held is not None and op is not None:
+                _check(op, held, arrival, claimed)  # a method its callback does not declare
+            else:
                 self._unknown(result, arrival, due)
 
     def _outstanding(self) -> list[_Due]:
-        came = {arrival.key for arrival in self.arrivals}
-        return [item for item in self.due if item.must and item.key not in came]
+        came = {(arrival.key, arrival.method) for arrival in self.arrivals}
+        return [item for item in self.due
+                if item.must and not any((item.key, method) in came for method in item.callback.methods)]
 
     def _unknown(self, result: RunResult, arrival: Arrival, due: list[_Due]) -> None:
         """A callback to a path no request of the run gave: on the operation whose token it carries, else on the
@@ -315,6 +317,19 @@ class Watch:
         op.failed[CHECK] += 1
         keep(op, Finding(label, CHECK, "Callback to a path no request gave", expected, arrival.shown(),
                          mine[0].curl() if mine else "", cause="callback path", rule="unknown path"))
+
+
+def _check(op: OperationResult, item: _Due, arrival: Arrival, claimed: set[int]) -> None:
+    """Hold an arrival (once) to the callback due at its path: a pass, or a finding per rule it breaks."""
+    if id(arrival) in claimed:
+        return
+    claimed.add(id(arrival))
+    broken = violations(item.callback, arrival)
+    op.failed[CHECK] += bool(broken)
+    op.passed[CHECK] += not broken
+    for cause, rule, title, expected in broken:
+        keep(op, Finding(item.label, CHECK, title, expected, arrival.shown(), item.curl(),
+                         cause=f"callback {item.callback.name} {cause}", rule=rule))
 
 
 def violations(callback: Callback, arrival: Arrival) -> list[tuple[str, str, str, str]]:

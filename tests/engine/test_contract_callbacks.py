@@ -44,11 +44,12 @@ def shipping(send: Callable[[str], None] | None) -> Callable[..., Any]:
     return app
 
 
-def calling_back(path: str, payload: dict[str, Any], headers: dict[str, str]) -> Callable[[str], None]:
-    """A `send` that POSTs `payload` to the callback URL with `path` after it."""
+def calling_back(path: str, payload: dict[str, Any], headers: dict[str, str],
+                 method: str = "POST") -> Callable[[str], None]:
+    """A `send` that POSTs (or another `method`) `payload` to the callback URL with `path` after it."""
 
     def send(url: str) -> None:
-        request = urllib.request.Request(url + path, json.dumps(payload).encode(), method="POST",
+        request = urllib.request.Request(url + path, json.dumps(payload).encode(), method=method,
                                          headers={"Content-Type": "application/json", **headers})
         urllib.request.urlopen(request, timeout=5).close()
 
@@ -102,12 +103,16 @@ def test_a_callback_that_never_comes_fails_with_never_arrived():
     assert "got:       nothing arrived" in run.stdout
 
 
-def test_a_callback_to_another_path_without_its_header_is_found():
+def test_a_callback_to_another_path_with_another_method_or_without_its_header_is_found():
     """Sent to `…/event` (the description says `…/events`): a path no request gave, and the one declared never
-    came; sent to the right path without its signature header: that header is named."""
+    came; a PUT where a POST is declared: likewise; sent without its signature header: that header is named."""
     with stand_in(calling_back("/event", RIGHT, SIGNED)) as url:
         run = contract(url, "--callback-timeout", "0.5")
     assert run.returncode == 1 and "callbacks: Callback to a path no request gave" in run.stdout, run.stdout
+    assert "Declared callback never arrived" in run.stdout
+    with stand_in(calling_back("/events", RIGHT, SIGNED, "PUT")) as url:
+        run = contract(url, "--callback-timeout", "0.5")
+    assert "cause:     callback orderShipped method · rules: not declared" in run.stdout, run.stdout
     assert "Declared callback never arrived" in run.stdout
     with stand_in(calling_back("/events", RIGHT, {})) as url:
         run = contract(url)
@@ -119,7 +124,7 @@ def test_callback_options_that_cannot_be_used_are_refused(tmp_path: Path):
     """Exit 2 before any check: a receiver without a deployment, a description without callbacks, an address
     already taken."""
     in_process = contract(None, "--callback-listen", "127.0.0.1:0")
-    assert in_process.returncode == 2 and "--callback-listen" in in_process.stderr, in_process.stderr
+    assert in_process.returncode == 2 and "need --url" in in_process.stderr, in_process.stderr
     plain = tmp_path / "plain.yaml"
     plain.write_text(SPEC.read_text().split("      callbacks:")[0])
     with stand_in(None) as url:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -255,9 +254,8 @@ class Watch:
         result.notes += self.notes
         if not self.callbacks:
             return
-        deadline = time.monotonic() + self.timeout
         with self.arrived:
-            self.arrived.wait_for(lambda: not self._outstanding(), max(deadline - time.monotonic(), 0))
+            self.arrived.wait_for(lambda: not self._outstanding(), self.timeout)
             arrivals, due = list(self.arrivals), list(self.due)
         if CHECK not in result.checks:
             result.checks.append(CHECK)

@@ -7,7 +7,19 @@ import sys
 from pathlib import Path
 
 from ..base.errors import LoadError
-from .flags import add_sources, api_key, basic_auth, header, located, name_list, percent, positive, report
+from .flags import (
+    add_sources,
+    api_key,
+    basic_auth,
+    callback_seconds,
+    header,
+    host_port,
+    located,
+    name_list,
+    percent,
+    positive,
+    report,
+)
 
 HELP = "check a server (or the mock, in-process) against the description"
 
@@ -81,6 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-force", action="store_true",
                         help="do not ask a target that honours `Prefer: code=` (the mock, Prism) for every declared "
                              "response once")
+    parser.add_argument("--callback-listen", type=host_port, metavar="HOST:PORT",
+                        help="with --url: where the receiver of the deployment's callbacks listens, an address the "
+                             "deployment can reach; its URL goes where each callback's expression reads it (default: "
+                             "a free port on 127.0.0.1)")
+    parser.add_argument("--callback-timeout", type=callback_seconds, metavar="SECONDS",
+                        help="with --url: how long to wait for callbacks still due once the run's calls are done "
+                             "(default 5, at most 120)")
     parser.add_argument("--allow-untested", action="append", default=[], metavar="ID",
                         help="do not fail the run when this operation (operationId or 'GET /path') never answered "
                              "with success or its checks never applied: for what a team knowingly skips "
@@ -138,22 +157,26 @@ def run(args: argparse.Namespace) -> int:
                                request_timeout=args.request_timeout, data=args.data, discover=not args.no_discover,
                                mode=args.mode, checks=checks, exclude_checks=exclude_checks, phases=phases,
                                coverage_cap=args.coverage_cap, credentials=not args.no_auth,
-                               allow_outside=tuple(args.allow_outside))
+                               allow_outside=tuple(args.allow_outside), callback_listen=args.callback_listen,
+                               callback_timeout=args.callback_timeout or contract.callbacks.DEFAULT_TIMEOUT_S)
     try:
         return contract.check(options, args.junit, json_path=args.report_json)
     except LoadError as exc:
         report(exc)
-    except (contract.UnknownOperation, contract.UnusedCredential, contract.DataError) as exc:
+    except (contract.UnknownOperation, contract.UnusedCredential, contract.DataError, contract.CallbackError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
 
 
 def _contract_choices(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
-    """--checks, --exclude-checks and --phases, each name known (ValueError otherwise), and --no-auth alone."""
+    """--checks, --exclude-checks and --phases, each name known (ValueError otherwise), --no-auth alone, and the
+    callback flags with --url."""
     from schemathesis.checks import CHECKS, load_all_checks
 
     from ..contract import PHASES
 
+    if not args.url and (args.callback_listen or args.callback_timeout):
+        raise ValueError("--callback-listen and --callback-timeout need --url: callbacks are checked on a deployment")
     if args.no_auth and any((args.token, args.token_env, args.token_file, args.auth_bearer, args.api_key, args.basic)):
         raise ValueError("--no-auth sends no credentials: leave out --token, --auth-bearer, --api-key and --basic")
     load_all_checks()

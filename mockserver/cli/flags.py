@@ -152,6 +152,16 @@ def _number(cast: Callable[[str], Any], fits: Callable[[Any], bool], what: str) 
 positive = _number(int, lambda value: value >= 1, "a whole number from 1")
 seconds = _number(float, lambda value: 0 < value < float("inf"), "a number of seconds above 0")
 percent = _number(float, lambda value: 0 <= value <= 100, "a percentage from 0 to 100")
+callback_seconds = _number(float, lambda value: 0 < value <= 120, "a number of seconds above 0, at most 120")
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (`[::1]:8080` for an IPv6 address), the port from 0 (any free one) to 65535."""
+    host, colon, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, int(port)
 
 
 def _folder(text: str) -> Path:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from .callbacks import CallbackError
 from .credentials import Credentials, Sent
 from .data import DataError
 from .report import as_json, junit, text, write_json
@@ -14,7 +15,8 @@ from .results import Finding, Gap, RunResult, fold
 from .runner import DEFAULT_MAX_EXAMPLES, MODES, PHASES, CoverageCap, RunOptions, run
 from .schema import Contract, UnknownOperation, UnusedCredential, inline_operations, load_contract
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "Contract", "CoverageCap", "Credentials", "DataError", "Finding",
+__all__ = ["DEFAULT_MAX_EXAMPLES", "MODES", "PHASES", "CallbackError", "Contract", "CoverageCap", "Credentials",
+           "DataError", "Finding",
            "Gap", "RunOptions", "RunResult", "Sent", "UnknownOperation",
            "UnusedCredential", "as_json", "check", "fold",
            "inline_operations", "load_contract", "run"]

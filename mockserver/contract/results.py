@@ -258,7 +258,7 @@ def _fold_scenario(result: RunResult, recorder: ScenarioRecorder, in_process: st
                 result.checks.append(check.name)
             if check.status == Status.FAILURE:
                 verdicts[check.name] = Status.FAILURE
-                _keep(op, _finding(recorder, case_id, check, in_process))
+                keep(op, _finding(recorder, case_id, check, in_process))
             elif check.status == Status.SUCCESS:
                 verdicts.setdefault(check.name, Status.SUCCESS)
         for name, verdict in verdicts.items():
@@ -276,7 +276,9 @@ def carries(request: Request, sent: Sent) -> bool:
             and all(cookies.get(name) == value for name, value in sent.cookies.items()))
 
 
-def _keep(op: OperationResult, finding: Finding) -> None:
+def keep(op: OperationResult, finding: Finding) -> None:
+    """Add a finding to `op`: a new (check, cause, rule) is kept, another occurrence counted (and its curl kept as
+    `also` when it differs)."""
     key = (finding.check, finding.cause, finding.rule)
     kept = op.findings.get(key)
     if kept is None:

@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 from ..pipeline.pipeline import Options, Pipeline
 from ..spec.index import SpecIndex
 from ..testing import MockServer
-from . import data
+from . import callbacks, data
 from .checks import OURS, must_apply
 from .credentials import PLACEHOLDER_TOKEN, Sent
 from .discovery import discover
@@ -82,6 +82,8 @@ class RunOptions:
     exclude_checks: list[str] = field(default_factory=list)  # Schemathesis' names, ours too
     credentials: bool = True  # False: no credential on any call, not even the in-process mock's own (`--no-auth`)
     allow_outside: tuple[Path, ...] = ()  # folders besides their own the description and fixtures may read
+    callback_listen: tuple[str, int] | None = None  # the receiver's address (see callbacks.py); None: a free port
+    callback_timeout: float = callbacks.DEFAULT_TIMEOUT_S  # waited for callbacks once the run's calls are done
 
 
 def run(options: RunOptions, mock: MockServer | None = None) -> RunResult:
@@ -152,7 +154,9 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         schema = read_only(schema)
     if cap is not None:
         cap.bound(schema)
-    with _serving(server, options, schema) as (base_url, shown):
+    with _serving(server, options, schema) as (base_url, shown), callbacks.receiving(
+            contract.spec if options.url is not None else None, options.callback_listen, options.callback_timeout,
+            schema) as watch:
         schema.config.update(base_url=base_url)  # before anything reads the operations: they keep the URL they saw
         result = RunResult(shown, seed, options.max_examples, contract.examples, declared=len(contract.operations),
                            notes=notes, min_responses=options.min_responses, values=contract.values,
@@ -166,12 +170,16 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         def execute(part: OpenApiSchema) -> None:
             for event in from_schema(part).execute():
                 fold(result, event, in_process)
+                if watch is not None:
+                    watch.see(event)
                 if isinstance(event, events.ScenarioFinished) and options.on_progress is not None:
                     options.on_progress(result, str(event.phase.value), event.recorder.label)
 
         execute(schema)
         if options.force:
             result.notes.append(_force(schema, result, options, execute))
+        if watch is not None:
+            watch.finish(result)
     if pipeline is not None:
         result.notes += _description_gaps(result, pipeline.answers.not_found_gaps)
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"

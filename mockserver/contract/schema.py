@@ -59,6 +59,7 @@ class Contract:
     credentials: dict[str, Sent] = field(default_factory=dict)  # what each operation sends, by label
     source: Path | None = None  # the description, for messages
     values: dict[str, dict[str, int]] = field(default_factory=dict)  # by source: operationId -> combinations
+    spec: SpecIndex | None = None  # the description as the mock reads it (callbacks.py reads its callbacks)
 
     @property
     def operations(self) -> list[str]:
@@ -128,7 +129,7 @@ def load_contract(spec: Path, fixtures: Path | None, *, token: str | None = None
         schema = cast(OpenApiSchema, schema.include(name=chosen))
     schema.hook(filter_failure)
     schema.hook("map_case")(KeepFixed(pipeline.spec))
-    return Contract(schema, examples, labels, sent, spec, found)
+    return Contract(schema, examples, labels, sent, spec, found, pipeline.spec)
 
 
 def _labels(raw: dict[str, Any], docs: DocumentSet) -> list[tuple[str, str]]:

@@ -269,20 +269,31 @@ class Watch:
         for item in due:
             first.setdefault(item.key, item)
         claimed: set[int] = set()
+        answered: set[tuple[str, str]] = set()  # (operation, request) that got at least one of its callbacks
         for item in due:
             op = result.operations.get(item.label)
             if op is None:
                 continue
             came = [arrival for arrival in by_key.get(item.key, []) if arrival.method in item.callback.methods]
-            if not came and item.must:
-                op.failed[CHECK] += 1
-                keep(op, Finding(item.label, CHECK, "Declared callback never arrived",
-                                 f"{' or '.join(item.callback.methods)} {self.url}{item.key} ({item.callback.name}: "
-                                 f"{item.callback.expression}) within {self.timeout:g} s of the run's last call",
-                                 "nothing arrived", item.curl(), cause=f"callback {item.callback.name}",
-                                 rule="never arrived"))
+            if came:
+                answered.add((item.label, item.case.id))
             for arrival in came:
                 _check(op, item, arrival, claimed)
+        missing: dict[tuple[str, str], list[_Due]] = {}
+        for item in due:
+            if item.must and (item.label, item.case.id) not in answered:
+                missing.setdefault((item.label, item.case.id), []).append(item)
+        for (label, _), items in missing.items():
+            op = result.operations.get(label)
+            if op is None:
+                continue
+            op.failed[CHECK] += 1
+            names = " or ".join(f"{' or '.join(i.callback.methods)} {self.url}{i.key} ({i.callback.name}: "
+                                f"{i.callback.expression})" for i in items)
+            keep(op, Finding(label, CHECK, "Declared callback never arrived",
+                             f"{names} within {self.timeout:g} s of the run's last call", "nothing arrived",
+                             items[0].curl(), cause=f"callback {' or '.join(i.callback.name for i in items)}",
+                             rule="never arrived"))
         for arrival in arrivals:
             if id(arrival) in claimed:
                 continue
@@ -294,9 +305,12 @@ class Watch:
                 self._unknown(result, arrival, due)
 
     def _outstanding(self) -> list[_Due]:
+        """What is still awaited: a request's callbacks are alternatives (`onSuccess`, `onFailure`), so a request
+        waits until one of them came."""
         came = {(arrival.key, arrival.method) for arrival in self.arrivals}
-        return [item for item in self.due
-                if item.must and not any((item.key, method) in came for method in item.callback.methods)]
+        answered = {(item.label, item.case.id) for item in self.due
+                    if any((item.key, method) in came for method in item.callback.methods)}
+        return [item for item in self.due if item.must and (item.label, item.case.id) not in answered]
 
     def _unknown(self, result: RunResult, arrival: Arrival, due: list[_Due]) -> None:
         """A callback to a path no request of the run gave: on the operation whose token it carries, else on the

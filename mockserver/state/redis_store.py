@@ -59,10 +59,10 @@ log = logging.getLogger("mockserver.state")
 T = TypeVar("T")
 ACK_WAIT_S = 2.0  # how long a change waits for every process to take it (a process that died is not waited for)
 QUEUE_LIMIT = 50_000  # entries kept while Redis is away; past it the oldest are dropped, and counted
-BATCH = 100  # entries written in one script call at most (Redis does nothing else meanwhile: ~7 ms for 100)
+BATCH = 100  # entries written in one script call at most (Redis does nothing else meanwhile: ~6 ms for 100 pages)
 # how long the writer lets a batch fill before it writes it (unless it is full, or a reader waits for it): under load
-# one script call carries the calls of LINGER_S instead of a round trip per call or two (the first page at
-# --workers 2 averaged 11 entries a call, and Redis spent 390 us a call, a third of a core)
+# one script call carries the calls of LINGER_S, not those that came while the last call ran (the first page at
+# --workers 2: 11 calls a script call before, 60 with it)
 LINGER_S = 0.02
 SWEEP_EVERY_S = 30.0
 RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second

@@ -443,7 +443,9 @@ def main() -> int:
                 finally:
                     redis.terminate()
                     redis.wait(timeout=10)
-    if args.phase in ("all", "mixed"):
+    if args.phase in ("all", "mixed") and shutil.which("wrk") is None:
+        print("soak: the mixed phase is skipped: wrk is not installed (make bench installs it)")
+    elif args.phase in ("all", "mixed"):
         ok = mixed(MULTI_WORKER_ARGS)["ok"] and ok
         if not redis_missing:
             with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as redis_port:

@@ -9,6 +9,8 @@ the largest corpus descriptions (../shared/corpus, when present). Prints both ta
 writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
 from __future__ import annotations
 
+import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -105,6 +107,9 @@ class Row:
     vs_prism_warn: float | None = None
     note: str = ""
     script: str | None = None  # a wrk Lua script (requests other than one GET), written to a file for wrk
+    connections: int = 16  # wrk's -c
+    statuses: dict[str, int] = field(default_factory=dict)  # what a script counted (MIXED), over every round
+    rss_mb: list[float] = field(default_factory=list)  # the server tree's RSS before and after the rounds, if taken
 
 
 @dataclass
@@ -267,6 +272,18 @@ def vm_hwm_kb(pid: int) -> int:
     return int(match.group(1)) if match else 0
 
 
+def rss_mb(pid: int) -> float:
+    """The resident set of a process tree now (VmRSS summed), in MB."""
+    total = 0
+    for each in tree(pid):
+        try:
+            match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{each}/status").read_text(), re.M)
+        except OSError:
+            continue
+        total += int(match.group(1)) if match else 0
+    return round(total / 1024, 1)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
@@ -319,16 +336,19 @@ def seconds_to_ms(text: str) -> float:
 
 
 def wrk(port: int, row: Row, seconds: int) -> str:
-    """wrk -t2 -c16 with the row's headers; returns its output."""
-    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency"]
+    """wrk -t2 -c<row's connections> with the row's headers; returns its output. A script is given a tag of its
+    own (MIXED names its sessions by it: each round starts with fresh ones)."""
+    command = ["wrk", "-t2", f"-c{row.connections}", f"-d{seconds}s", "--latency"]
     for name, value in row.headers.items():
         command += ["-H", f"{name}: {value}"]
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        tag = []
         if row.script:
             script.write(row.script)
             script.flush()
             command += ["-s", script.name]
-        return run(command + [f"http://{HOST}:{port}{row.path}"], seconds + 60).stdout
+            tag = ["--", f"{time.monotonic_ns():x}"]
+        return run(command + [f"http://{HOST}:{port}{row.path}", *tag], seconds + 60).stdout
 
 
 def measure(server: Server, row: Row) -> Row:
@@ -343,6 +363,7 @@ def measure(server: Server, row: Row) -> Row:
     row.body_bytes = len(body)
     if row.status != row.expected:
         row.note = f"expected {row.expected}, got {row.status}: {body[:120]!r}"
+    row.rss_mb = [rss_mb(server.proc.pid)]
     wrk(server.port, row, WARM_S)
     pids = tree(server.proc.pid)
     started, busy, own, children = time.monotonic(), busy_ticks(), process_ticks(pids), children_ticks()
@@ -365,10 +386,14 @@ def measure(server: Server, row: Row) -> Row:
         row.non_2xx += int(non_2xx.group(1)) if non_2xx else 0
         errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
         row.socket_errors += sum(int(n) for n in errors.groups()) if errors else 0
+        counted = re.search(r"^statuses: (.*)$", out, re.M)  # a script's own count (MIXED)
+        for status, n in re.findall(r"(\S+)=(\d+)", counted.group(1) if counted else ""):
+            row.statuses[status] = row.statuses.get(status, 0) + int(n)
     row.rps, row.p50_ms, row.p99_ms = (statistics.median(r[key] for r in row.rounds)
                                        for key in ("rps", "p50_ms", "p99_ms"))
     row.p99_worst_ms = max(r["p99_ms"] for r in row.rounds)
-    if row.expected == 200 and row.non_2xx:
+    row.rss_mb.append(rss_mb(server.proc.pid))
+    if row.expected == 200 and row.non_2xx and not row.statuses:
         row.note = (row.note + "; " if row.note else "") + f"{row.non_2xx} non-2xx answers under load"
     log(f"  {row.name}: {row.rps:,.0f} req/s, p50 {row.p50_ms:.2f} ms, p99 {row.p99_ms:.2f} ms (rounds: "
         + ", ".join(f"{r['rps']:,.0f} req/s p99 {r['p99_ms']:.2f}" for r in row.rounds)
@@ -459,6 +484,8 @@ class Bench:
                   [Row("mock first page, --log-level info", "mock-info", FIRST_PAGE, AUTH, 200)])
         self.load("mock --metrics", mock_command("--log-level", "warning", "--metrics"),  # its cost: < 5 %
                   [Row("mock first page, --metrics", "mock-metrics", FIRST_PAGE, AUTH, 200)])
+
+    def load_default(self) -> None:
         self.load("mock default", default_command("--log-level", "warning"),
                   [Row("mock default (1 process), first page", "mock-default", FIRST_PAGE, AUTH, 200)])
 
@@ -470,12 +497,7 @@ class Bench:
         if shutil.which("redis-server") is None:
             self.rows.append(Row(label, "mock-redis", FIRST_PAGE, AUTH, 200, note="redis-server is not installed"))
             return
-        port = free_port()
-        redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly",
-                                  "no", "--dir", str(self.workdir)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
+        with redis_server(self.workdir) as port:
             state = ["--state", f"redis://{HOST}:{port}/0?prefix=bench"]
             command = default_command("--workers", "2", *state, "--log-level", "warning")
             scenario = {"operationId": "listTestSetVersionCases", "pathParams": {"testSetId": "acme.bench"},
@@ -485,9 +507,34 @@ class Bench:
                 Row("mock --workers 2, Redis store, a scenario's 503", "mock-redis",
                     "/v1/test-sets/acme.bench/versions/1.0.0/cases", AUTH, 503)],
                 setup=lambda server_port: set_scenario(server_port, scenario))
-        finally:
-            redis.terminate()
-            redis.wait(timeout=10)
+
+    def load_mixed(self) -> None:
+        """Issue 35's mixed load (MIXED, 64 connections) on the pets description served `--stateful` at
+        --workers 2: on the memory store (each worker keeps its own, so a session's pets are those of the worker
+        a connection reached) and sharing a real Redis. The note gives the statuses and the server's RSS before
+        and after the rounds."""
+        pets = ROOT / "tests" / "data" / "pets"
+        serve = ["--spec", str(pets / "openapi.yaml"), "--fixtures", str(pets / "fixtures"), "--stateful",
+                 "--workers", "2", "--log-level", "warning"]
+        stores = [("memory", ["--state", "memory"])]
+        if shutil.which("redis-server") is None:
+            self.rows.append(Row("mixed load, Redis store", "mixed-redis", "/pets", {}, 200,
+                                 note="redis-server is not installed"))
+        else:
+            stores.append(("Redis", []))  # its URL once its server is up
+        for store, state in stores:
+            row = Row(f"mixed load, {store} store (64 sessions)", f"mixed-{store.lower()}", "/pets", {}, 200,
+                      script=MIXED, connections=MIXED_CONNECTIONS)
+            with contextlib.ExitStack() as stack:
+                if not state:
+                    port = stack.enter_context(redis_server(self.workdir))
+                    state = ["--state", f"redis://{HOST}:{port}/0?prefix=mixed"]
+                self.load(f"mixed, {store}", default_command(*serve, *state), [row])
+            unexpected = sorted(set(row.statuses) - MIXED_EXPECTED)
+            row.note = ("statuses " + " ".join(f"{k}:{v}" for k, v in sorted(row.statuses.items()))
+                        + (f" (UNEXPECTED {', '.join(unexpected)})" if unexpected else "")
+                        + (f"; RSS {row.rss_mb[0]:.0f} -> {row.rss_mb[-1]:.0f} MB" if len(row.rss_mb) == 2 else "")
+                        + (f"; {row.note}" if row.note else ""))
 
     def load_stateful(self) -> None:
         """Issue 20's rows, on the small pets description of the tests (one process, the memory store): its list of
@@ -627,6 +674,20 @@ class Bench:
                 self.startup(f"{short} Prism -v warn", prism_command(str(path), "-v", "warn"), "/", {}, False)
 
 
+@contextlib.contextmanager
+def redis_server(folder: Path) -> Iterator[int]:
+    """A private redis-server on a free loopback port, without persistence; its port."""
+    port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                              "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        yield port
+    finally:
+        redis.terminate()
+        redis.wait(timeout=10)
+
+
 def default_command(*extra: str) -> Command:
     """`mockserver serve` of Kindgi, unless `extra` names another description."""
     kindgi = [] if "--spec" in extra else ["--spec", str(ROOT / "spec" / "kindgi.yaml"), "--fixtures",
@@ -662,6 +723,90 @@ request = function()
   return wrk.format("GET", "/pets")
 end
 """
+
+
+# issue 35's mixed load on the pets description: each wrk thread keeps MIXED_SESSIONS sessions of its own (named by
+# the thread and the round's tag, so every round starts with fresh ones) and the ids each session holds (the
+# fixtures' 1-3, then one per create: a session numbers its pets 4, 5, ...); each request draws a session and a
+# kind from the fixed mix: 60 % reads (half the list, half an item), 25 % writes (10 % creates, 15 % PATCHes),
+# 5 % deletes, 5 % scenario calls (a session's `times: 1` scenario on getPet set, then removed, in turn), 5 %
+# journal reads. It counts the statuses it is answered and prints them for `measure`.
+MIXED_SESSIONS = 32  # per wrk thread: 64 sessions on wrk's two threads
+MIXED_CONNECTIONS = 64
+MIXED = """
+local SESSIONS = @SESSIONS@
+local MIX = {"list", "list", "list", "list", "list", "list", "item", "item", "item", "item", "item", "item",
+             "create", "create", "update", "update", "update", "delete", "scenario", "journal"}
+local threads = {}
+local sessions = {}
+statuses = {}
+
+function setup(thread)
+  thread:set("thread", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  math.randomseed(thread * 7919 + 17)
+  for s = 1, SESSIONS do
+    sessions[s] = {name = string.format("mix-%s-%d-%d", args[1] or "", thread, s), pool = {1, 2, 3}, next = 4,
+                   scenario = false}
+  end
+end
+
+function request()
+  local s = sessions[math.random(SESSIONS)]
+  local kind = MIX[math.random(#MIX)]
+  local h = {["X-Mock-Session"] = s.name}
+  if kind == "create" or #s.pool == 0 then
+    h["Content-Type"] = "application/json"
+    s.pool[#s.pool + 1] = s.next
+    s.next = s.next + 1
+    return wrk.format("POST", "/pets", h, '{"name":"mixed","kind":"cat"}')
+  elseif kind == "list" then
+    return wrk.format("GET", "/pets?limit=10", h)
+  elseif kind == "journal" then
+    return wrk.format("GET", "/__mock/requests?limit=10", h)
+  elseif kind == "scenario" then
+    s.scenario = not s.scenario
+    if not s.scenario then
+      return wrk.format("DELETE", "/__mock/scenarios/mix", h)
+    end
+    h["Content-Type"] = "application/json"
+    return wrk.format("POST", "/__mock/scenarios", h, '{"id":"mix","operationId":"getPet","status":404,"times":1}')
+  end
+  local at = math.random(#s.pool)
+  local id = s.pool[at]
+  if kind == "item" then
+    return wrk.format("GET", "/pets/" .. id, h)
+  elseif kind == "update" then
+    h["Content-Type"] = "application/merge-patch+json"
+    return wrk.format("PATCH", "/pets/" .. id, h, '{"tag":"mixed"}')
+  end
+  s.pool[at] = s.pool[#s.pool]
+  s.pool[#s.pool] = nil
+  return wrk.format("DELETE", "/pets/" .. id, h)
+end
+
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  local total, out = {}, {}
+  for _, t in ipairs(threads) do
+    for status, n in pairs(t:get("statuses")) do
+      total[status] = (total[status] or 0) + n
+    end
+  end
+  for status, n in pairs(total) do
+    out[#out + 1] = status .. "=" .. n
+  end
+  table.sort(out)
+  io.write("statuses: " .. table.concat(out, " ") .. "\\n")
+end
+""".replace("@SESSIONS@", str(MIXED_SESSIONS))
+MIXED_EXPECTED = frozenset({"200", "201", "204", "404", "409"})  # 404: a deleted pet, a scenario spent; 409: set
 
 
 def post_json(port: int, path: str, payload: Any) -> int:
@@ -758,8 +903,22 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
             "; ".join(slow) or (f"highest {max(r.p99_ms or 0 for r in mock):.2f} ms; "
                                 + spikes(mock, "mock rounds") + "; " + spikes(ceilings(rows), "ceiling rounds")
                                 if mock else "no figure"), mock)
-    ratio("state store: --workers 2 on Redis first page > the memory store at 1 worker",
-          best(rows, "mock-redis"), default, 1.0001)
+    redis = best(rows, "mock-redis")
+    name = "Redis: --workers 2 first page >= 1.5x the default (1 process, memory), p99 < 5 ms"
+    if redis is None or default is None or not redis.rps or not default.rps or redis.p99_ms is None:
+        verdict(name, None, "no figure", [])
+    else:
+        verdict(name, redis.rps >= 1.5 * default.rps and redis.p99_ms < 5,
+                f"{redis.rps / default.rps:.2f}x ({redis.rps:,.0f} vs {default.rps:,.0f} req/s), p99 "
+                f"{redis.p99_ms:.2f} ms", [redis, default])
+    for server, floor in (("mixed-memory", 8000), ("mixed-redis", 5000)):
+        mixed = best(rows, server, "/pets")
+        name = f"{server}: >= {floor:,} req/s, p99 < 20 ms (--workers 2, 64 connections)"
+        if mixed is None or not mixed.rps or mixed.p99_ms is None:
+            verdict(name, None, mixed.note[:100] if mixed else "no figure", [])
+        else:
+            verdict(name, mixed.rps >= floor and mixed.p99_ms < 20,
+                    f"{mixed.rps:,.0f} req/s, p99 {mixed.p99_ms:.2f} ms", [mixed])
     ratio("stateful: a written collection's list >= 0.8x the same list without writes",
           best(rows, "pets-stateful", "/pets"), best(rows, "pets-stateless", "/pets"), 0.8)
     stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
@@ -850,6 +1009,15 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", type=lambda text: text.split(","), default=list(GROUPS), metavar="GROUP[,GROUP]",
+                        help="run only these groups of rows, then write bench/results/<time>.json alone (not "
+                             f"latest.json): {', '.join(GROUPS)} (the baselines serve the mock group's first page)")
+    args = parser.parse_args()
+    unknown = set(args.only) - set(GROUPS)
+    if unknown:
+        parser.error(f"--only {','.join(sorted(unknown))}: the groups are {', '.join(GROUPS)}")
+    chosen = [group for group in GROUPS if group in args.only or group == "mock" and "baselines" in args.only]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the servers
     began = datetime.now(UTC)
     wrk_version = ensure_wrk()
@@ -861,25 +1029,15 @@ def main() -> int:
         os.environ["MOCKSERVER_CACHE_DIR"] = str(Path(tmp) / "parse-cache")
         bench = Bench(Path(tmp))
         try:
-            bench.prism_skipped = ensure_prism()
-            try:
-                bench.load_mock()
-            except ServerError as exc:
-                sys.exit(f"bench: the mock did not start: {exc}")
-            bench.load_redis()
-            bench.load_stateful()
-            bench.load_gunicorn_mock()
-            bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
-            bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
-            bench.load_baseline("rsgi_app", "raw RSGI on Granian (same payload)", True)
-            bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
-            bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
-            if bench.prism_skipped:
-                log(f"Prism: skipped ({bench.prism_skipped})")
-            else:
-                bench.load_prism()
-            bench.slow_clients()
-            bench.startups_all()
+            bench.prism_skipped = ensure_prism() if "prism" in chosen or "startup" in chosen else "not chosen"
+            for group in chosen:
+                if group == "prism" and bench.prism_skipped:
+                    log(f"Prism: skipped ({bench.prism_skipped})")
+                    continue
+                try:
+                    GROUPS[group](bench)
+                except ServerError as exc:
+                    sys.exit(f"bench: the mock did not start: {exc}")
         finally:
             bench.stop_all()
     add_ratios(bench.rows)
@@ -896,7 +1054,7 @@ def main() -> int:
                                             "gunicorn": GUNICORN_FLAGS, "gunicorn_mock_commit": GUNICORN_COMMIT,
                                             "stalled": STALLED,
                                             "startup_timeout_s": STARTUP_TIMEOUT_S},
-              "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
+              "groups": chosen, "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
               "corpus_note": bench.corpus_note or None,
               "load": [asdict(r) for r in bench.rows], "startup": [asdict(s) for s in bench.startups],
               "peak_rss_after_load_mb": bench.after_load,
@@ -905,9 +1063,29 @@ def main() -> int:
     text = json.dumps(result, indent=2) + "\n"
     stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}.json"
     stamped.write_text(text)
-    (RESULTS / "latest.json").write_text(text)
-    print(f"\nwritten: {stamped.relative_to(ROOT)} and bench/results/latest.json ({info['duration_s']} s)")
+    if len(chosen) == len(GROUPS):
+        (RESULTS / "latest.json").write_text(text)
+    print(f"\nwritten: {stamped.relative_to(ROOT)}" + (" and bench/results/latest.json" if len(chosen) == len(GROUPS)
+                                                      else f" (only {', '.join(chosen)})")
+          + f" ({info['duration_s']} s)")
     return 0
+
+
+def _baselines(bench: Bench) -> None:
+    bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
+    bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
+    bench.load_baseline("rsgi_app", "raw RSGI on Granian (same payload)", True)
+    bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
+    bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
+
+
+# the groups of rows, in the order a whole run measures them (`--only` picks some)
+GROUPS: dict[str, Callable[[Bench], None]] = {
+    "mock": Bench.load_mock, "default": Bench.load_default, "redis": Bench.load_redis,
+    "stateful": Bench.load_stateful, "mixed": Bench.load_mixed, "gunicorn": Bench.load_gunicorn_mock,
+    "baselines": _baselines, "prism": Bench.load_prism, "slow-clients": Bench.slow_clients,
+    "startup": Bench.startups_all,
+}
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 real Redis) takes 20,000 requests on 64 concurrent keep-alive connections, mixed across operations, errors and
 scenarios, then 1,280 calls at once against a `times: 300` scenario. It passes when every answer has the status
 expected for its request, no connection drops, memory stays flat, and (sharing Redis) exactly 300 calls got the
-scenario's answer. Then the phase "slow uploads" (`--phase slow-uploads` runs it alone): 2,000 clients send a
+scenario's answer. The phase "mixed" (issue 35) runs `make bench`'s mixed load (bench/run.py's MIXED: reads, writes,
+deletes, scenario calls and journal reads over 64 sessions) for MIXED_S on the pets description served `--stateful`,
+on memory and on Redis: every answer a status the mix expects, no socket error, and the RSS before and after. Then
+the phase "slow uploads" (`--phase slow-uploads` runs it alone): 2,000 clients send a
 request's head announcing a 1 MB body, one byte, then nothing; normal requests beside them must answer within
 100 ms, and every slow one must be answered 408 (or 503 mock-busy) and closed by itself. Loopback only, bounded in
 time."""
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import re
 import resource
 import selectors
 import shutil
@@ -26,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from run import MULTI_WORKER_ARGS
+from run import MIXED, MIXED_CONNECTIONS, MIXED_EXPECTED, MULTI_WORKER_ARGS, redis_server, rss_mb
 
 from mockserver.cli import THREADS
 
@@ -358,6 +362,49 @@ def frozen_redis() -> dict[str, Any]:
     return result
 
 
+MIXED_S = 20
+
+
+def mixed(state: list[str]) -> dict[str, Any]:
+    """The mixed load for MIXED_S on `--workers 2` with `state`: its statuses, figures and RSS before and after."""
+    pets = ROOT / "tests" / "data" / "pets"
+    port = free_port()
+    server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--spec", str(pets / "openapi.yaml"),
+                               "--fixtures", str(pets / "fixtures"), "--stateful", "--port", str(port), "--workers",
+                               "2", *state, "--log-level", "warning"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(MIXED)
+        script.flush()
+        try:
+            wait_until_listening(port)
+            before = rss_mb(server.pid)
+            out = subprocess.run(["wrk", "-t2", f"-c{MIXED_CONNECTIONS}", f"-d{MIXED_S}s", "--latency", "-s",
+                                  script.name, f"http://127.0.0.1:{port}/pets", "--", "soak"],
+                                 capture_output=True, text=True, timeout=MIXED_S + 60).stdout
+            after = rss_mb(server.pid)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            exit_code = server.wait(timeout=30)
+    counted = re.search(r"^statuses: (.*)$", out, re.M)
+    statuses = {k: int(v) for k, v in re.findall(r"(\S+)=(\d+)", counted.group(1) if counted else "")}
+    errors = re.search(r"Socket errors: (.*)$", out, re.M)
+    result = {"phase": "mixed", "state": " ".join(state), "seconds": MIXED_S, "connections": MIXED_CONNECTIONS,
+              "req_per_s": _figure(r"Requests/sec:\s+(\S+)", out), "p50": _figure(r"^\s+50%\s+(\S+)", out),
+              "p99": _figure(r"^\s+99%\s+(\S+)", out), "statuses": statuses,
+              "socket_errors": errors.group(1) if errors else None, "rss_mb_before_after": [before, after],
+              "server_exit_code": exit_code}
+    print(json.dumps(result, indent=2))
+    result["ok"] = bool(statuses) and set(statuses) <= MIXED_EXPECTED and errors is None and exit_code == 0
+    return result
+
+
+def _figure(pattern: str, out: str) -> str | None:
+    """One figure of wrk's output, as wrk prints it."""
+    found = re.search(pattern, out, re.M)
+    return found.group(1) if found else None
+
+
 def wait_until_listening(port: int) -> None:
     """Until the server on `port` takes connections (30 s at most: a server that never does shows in the phase)."""
     for _ in range(300):
@@ -375,9 +422,9 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--max-seconds", type=float, default=180)
-    parser.add_argument("--phase", choices=["all", "load", "slow-uploads", "frozen-redis"], default="all",
-                        help="run one phase alone: the load rounds (memory, then Redis), the slow uploads or the "
-                             "frozen Redis")
+    parser.add_argument("--phase", choices=["all", "load", "mixed", "slow-uploads", "frozen-redis"], default="all",
+                        help="run one phase alone: the load rounds (memory, then Redis), the mixed load (memory, "
+                             "then Redis), the slow uploads or the frozen Redis")
     args = parser.parse_args()
     redis_missing = shutil.which("redis-server") is None
     ok = True
@@ -396,6 +443,13 @@ def main() -> int:
                 finally:
                     redis.terminate()
                     redis.wait(timeout=10)
+    if args.phase in ("all", "mixed") and shutil.which("wrk") is None:
+        print("soak: the mixed phase is skipped: wrk is not installed (make bench installs it)")
+    elif args.phase in ("all", "mixed"):
+        ok = mixed(MULTI_WORKER_ARGS)["ok"] and ok
+        if not redis_missing:
+            with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as redis_port:
+                ok = mixed(["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak-mixed"])["ok"] and ok
     if args.phase in ("all", "slow-uploads"):
         ok = slow_uploads(args) and ok
     if args.phase in ("all", "frozen-redis"):

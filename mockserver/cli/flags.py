@@ -304,9 +304,10 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
-                        help="Python threads per worker for what may block: the control API, and the answers of "
-                             "proxy and record (they wait on the deployment) (default %(default)s); the API's "
-                             "answers are made on the event loop, and a scenario's latency holds no thread")
+                        help="Python threads per worker for what may block, twice: for the control API, and for "
+                             "the answers that wait (proxy and record's on the deployment, Redis round trips) "
+                             "(default %(default)s); the API's other answers are made on the event loop, and a "
+                             "scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")
     parser.add_argument("--backpressure", type=positive, metavar="N", default=MAX_BODIES,

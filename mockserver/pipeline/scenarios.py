@@ -234,6 +234,7 @@ class Scenarios:
         self._named: frozenset[str] = frozenset()  # the operations some scenario in force names, in any session
         self._spent: set[str] = set()  # counters whose `times` are used up, as this process learnt it
         self._unfit: set[str] = set()  # uids already said not to fit this description
+        self._compiled: dict[str, Scenario] = {}  # the book's scenarios by uid, as last compiled
 
     def compile(self, spec: Any, origin: str, uid: str = "", session: str | None = None) -> Scenario:
         """A checked scenario, or ScenarioError naming the first problem."""
@@ -408,8 +409,10 @@ class Scenarios:
         return [*own, *self._global, *(s for s in self._baseline if s.id not in self._removed)]
 
     def _refresh(self) -> None:
-        """Compile the store's book when it changed; a scenario that no longer fits this description (after a
-        reload, or set through a replica serving another) is left out, and said once."""
+        """Compile the store's book when it changed: only the scenarios set since (a uid is one scenario as set,
+        never changed; 64 sessions setting and removing one each made every change compile all of them in every
+        process); a scenario that no longer fits this description (after a reload, or set through a replica
+        serving another) is left out, and said once."""
         book = self._store.book()
         if book.version == self._version:
             return
@@ -418,17 +421,21 @@ class Scenarios:
                 return
             by_session: dict[str, list[Scenario]] = {}
             global_: list[Scenario] = []
+            compiled: dict[str, Scenario] = {}
             for record in book.runtime:
                 try:
-                    scenario = self.compile(record.spec, "runtime", record.uid, record.session).with_id(record.id)
+                    scenario = self._compiled.get(record.uid) or self.compile(
+                        record.spec, "runtime", record.uid, record.session).with_id(record.id)
                 except ScenarioError as exc:
                     if record.uid not in self._unfit:
                         self._unfit.add(record.uid)
                         log.warning("the scenario %r no longer fits the description and is left out: %s",
                                     record.id, exc)
                     continue
+                compiled[record.uid] = scenario
                 (global_ if record.session is None else by_session.setdefault(record.session, [])).append(scenario)
             self._global, self._by_session, self._removed = global_, by_session, book.removed
+            self._compiled = compiled
             self._named = frozenset(s.operation.id for s in self._gathered(None, everything=True))
             self._spent.clear()  # a reset counts the fixtures' scenarios afresh: learnt again at one round trip each
             self._version = book.version

@@ -8,7 +8,9 @@ worker's threads (`threads`): the control API and its pages (Flask's WSGI app, m
 `DispatcherMiddleware` mounts it under WSGI; a change waits for every process to take it), every answer behind
 `mockserver proxy` (it waits on the deployment), and on Redis the answers that make a round trip (a scenario's
 count, a written collection's rows: `Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never
-a 404 or a preflight.
+a 404 or a preflight. The control API has threads of its own, apart from the answers': on Redis a journal read or a
+scenario set waits until every process has answered it, and under a test farm's mixed load those waits held half
+of the threads the answers were queued for.
 A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
 are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
 deadline answers it 408; beyond the cap a request is answered 503 `mock-busy` at once instead of waiting."""
@@ -43,8 +45,9 @@ class MockRSGI:
                  max_bodies: int) -> None:
         self.mock = mock
         self.control = control
-        # made in the worker, after the fork (serving._worker_app); its threads start on first use
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
+        # made in the worker, after the fork (serving._worker_app); their threads start on first use
+        self._control_pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver-control")
+        self._answer_pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
         self.body_timeout = body_timeout
         self.max_bodies = max_bodies
         self._bodies = 0  # bodies being read now
@@ -55,10 +58,12 @@ class MockRSGI:
         return cls(app.mock, app.control, threads, body_timeout, max_bodies)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._pool.shutdown(wait=False)
+        self._control_pool.shutdown(wait=False)
+        self._answer_pool.shutdown(wait=False)
 
     async def _blocking(self, call: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
+        """An answer that may wait (a deployment, a round trip to Redis), in the answers' threads."""
+        return await _in(self._answer_pool, call, *args)
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
@@ -72,7 +77,8 @@ class MockRSGI:
                 return
         script, path_info = mounted(scope.path) if self.control is not None else (None, "")
         if script is not None:
-            status, out, chunks = await self._blocking(_wsgi_call, self.control, scope, script, path_info, request)
+            status, out, chunks = await _in(self._control_pool, _wsgi_call, self.control, scope, script, path_info,
+                                            request)
             proto.response_bytes(status, out, chunks)
             return
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
@@ -105,6 +111,10 @@ class MockRSGI:
         finally:
             self._bodies -= 1
         return None
+
+
+async def _in(pool: ThreadPoolExecutor, call: Callable[..., T], *args: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(pool, call, *args)
 
 
 async def _now(call: Callable[..., T], *args: Any) -> T:

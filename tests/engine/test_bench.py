@@ -7,11 +7,18 @@ which requests later in-process contract runs of the same worker made (test_cont
 a dependence on the process's history that is not this file's to fix (see the closing note of issue 16)."""
 from __future__ import annotations
 
+import http.client
 import json
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+
+from conftest import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 LOAD = f"""
@@ -86,3 +93,27 @@ def test_a_row_is_the_median_of_its_rounds_and_keeps_the_worst(tmp_path: Path) -
     assert row["counts"] == [180000, 7]
     assert "7 non-2xx answers under load" in row["note"]
     assert row["spikes"] == "1 of 3 mock rounds >= 10 ms"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (make bench installs it)")
+def test_the_mixed_load_sends_its_mix_and_counts_what_it_was_answered(tmp_path: Path) -> None:
+    """The mixed rows' wrk script (issue 35) against `mockserver serve --stateful` of the pets: it reads, creates,
+    updates, deletes, sets scenarios and reads the journal, in sessions, and prints the statuses it got (a script
+    that does not load leaves wrk sending plain GETs of the row's path: every answer a 200 of the same list)."""
+    script = tmp_path / "mixed.lua"
+    script.write_text(json.loads(run_with_bench("import json; print(json.dumps(bench.MIXED))", tmp_path)))
+    pets = ROOT / "tests" / "data" / "pets"
+    with serving("--spec", str(pets / "openapi.yaml"), "--fixtures", str(pets / "fixtures"), "--stateful",
+                 "--log-level", "warning") as (_, port):
+        out = subprocess.run(["wrk", "-t2", "-c4", "-d1s", "-s", str(script), f"http://127.0.0.1:{port}/pets", "--",
+                              "test"], capture_output=True, text=True, timeout=60).stdout
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/__mock/requests")
+        response = connection.getresponse()
+        status, journal = response.status, json.loads(response.read())
+    counted = dict(re.findall(r"(\d+)=(\d+)", re.search(r"^statuses: (.*)$", out, re.M).group(1)))
+    assert {"200", "201", "204"} <= counted.keys() <= {"200", "201", "204", "404", "409"}, out
+    assert status == 200 and {"POST", "PATCH", "DELETE", "GET"} <= {e["method"] for e in journal["requests"]}
+    sessions = {e["session"] or "" for e in journal["requests"]}
+    assert all(session.startswith("mix-test-") for session in sessions), sorted(sessions)[:3]

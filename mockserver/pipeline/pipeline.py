@@ -28,6 +28,7 @@ from . import startup
 from .answer_cache import AnswerCache
 from .answers import Answer, Answers, pick_media_type, preferred_status
 from .auth import Authenticator, Caller, Token, bearer_token
+from .callbacks import CALLBACK_RETRIES, CALLBACK_TIMEOUT, Callbacks
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .front_door import FrontDoor
@@ -80,6 +81,11 @@ class Options:
     # its violations in the journal, "off" does not check (request_validation.MODES)
     request_validation: str = "strict"
     violations_header: str | None = None  # the header naming a let-through request's violations (HEADER_NAMES)
+    # the calls the mock sends (callbacks, webhooks: web/outgoing.py): tries after the first, each one's timeout,
+    # and the hosts they may reach besides loopback
+    callback_retries: int = CALLBACK_RETRIES
+    callback_timeout: float = CALLBACK_TIMEOUT
+    callback_allow: tuple[str, ...] = ()
 
 
 @dataclass
@@ -151,7 +157,8 @@ class Pipeline:
         # values the mock itself sets: checked here once, so requests only check they are present
         self._fixed_headers = frozenset({self.request_id_header.lower()} | {
             name.lower() for values in self.header_values.values() for name in values})
-        problems = fixtures.problems + self.answers.problems
+        self.callbacks = Callbacks(spec, fixtures, self.answers)
+        problems = fixtures.problems + self.answers.problems + self.callbacks.problems
         problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
         startup.learn_error_convention(spec, fixtures, self.errors, self.answers)
         problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,

@@ -23,6 +23,7 @@ from .cors import ControlOrigins
 from .dashboard import dashboard_blueprints
 from .mock_app import MockApp
 from .reload import Reloader
+from .webhooks import outgoing_blueprint
 from .wsgi import MockWSGI, StartResponse, WSGIApp, request_headers
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
         return Pipeline.load(spec_path, fixtures_path, settings, store)
 
     mock = MockApp(loaded, handle=proxy.handle if proxy else None)
+    if loaded.callbacks.triggers or loaded.spec.webhooks:  # replicas on one store claim each other's calls too
+        mock.outgoing.ensure_started()
     if watch:
         mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
     app = MockFlask(mock, control)
@@ -109,6 +112,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
         control_api = control_blueprint(lambda: mock.pipeline, drift=proxy.drift if proxy else None)
         pages, data = dashboard_blueprints(lambda: mock.pipeline)
         control_api.register_blueprint(data)  # the dashboard's data: behind the control token
+        control_api.register_blueprint(outgoing_blueprint(lambda: mock.pipeline, mock.outgoing))
         app.before_request(mock.ensure_reloader)
         install(app, lambda: mock.pipeline, control_token, origins, lambda e: _envelope(mock.pipeline, e),
                 open_blueprint=pages.name)  # the pages themselves ask for the token

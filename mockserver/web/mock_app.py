@@ -16,6 +16,7 @@ from ..base.http import MockRequest, MockResponse, sent_body
 from ..pipeline.pipeline import Pipeline
 from .access import ACCESS
 from .cors import cors_headers, is_preflight, preflight_headers
+from .outgoing import Outgoing
 from .reload import Reloader
 
 access_log = logging.getLogger("mockserver.access")
@@ -45,6 +46,7 @@ class MockApp:
         self.proxied = handle is not None  # its answers wait on the network
         self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self._reloader_pid = 0
+        self.outgoing = Outgoing(lambda: self.pipeline)  # the callbacks and webhooks it sends
 
     def swap(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
@@ -97,6 +99,7 @@ class MockApp:
         took_ms = _ms_since(started) + result.delay_ms
         query = pipeline.journal.record(request, result, out_headers, took_ms)
         log_access(request.method, request.path, query, result.status, took_ms, result.source, result.operation_id)
+        self.outgoing.after(pipeline, request, result)
         body = sent_body(result.disconnect, result.body) if result.disconnect else result.body
         return Answer(result.status, list(out_headers.items()), body, result.delay_ms / 1000, result.disconnect)
 

@@ -72,8 +72,9 @@ def with_fields(options: Options | None, fields: dict[str, Any]) -> Options:
     given = dict(fields)
     if "allow_outside" in given:
         given["allow_outside"] = tuple(Path(folder) for folder in given["allow_outside"])
-    if "accept_tokens" in given:
-        given["accept_tokens"] = tuple(given["accept_tokens"])
+    for name in ("accept_tokens", "callback_allow"):
+        if name in given:
+            given[name] = tuple(given[name])
     return replace(options or Options(), **given)
 
 

@@ -157,7 +157,9 @@ class Outgoing:
             except (OSError, http.client.HTTPException) as exc:
                 tried.update(error=str(exc) or type(exc).__name__, ms=_ms(started))
                 entry["attempts"].append(tried)
-                entry.update(verdict="failed", reason=f"no answer after {attempt + 1} tries: {tried['error']}")
+                last = attempt == options.callback_retries
+                entry.update(verdict="failed" if last else "retrying",
+                             reason=f"no answer after {attempt + 1} tries: {tried['error']}")
                 pipeline.store.note_outgoing(entry)
                 continue
             tried.update(status=status, ms=_ms(started))

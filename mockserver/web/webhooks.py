@@ -38,7 +38,9 @@ def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> B
         subscribers = outgoing.subscribers(pipeline)
         return ok({"webhooks": [{"name": name, "methods": [hook.method for hook in hooks],
                                  "subscribers": subscribers.get(name, [])}
-                                for name, hooks in pipeline.spec.webhooks.items()]})
+                                for name, hooks in pipeline.spec.webhooks.items()],
+                   "callbacks": [{"operationId": op.id, "names": sorted({c.name for c in op.callbacks})}
+                                 for op in pipeline.spec.operations.values() if op.callbacks]})
 
     @bp.post("/webhooks/subscriptions")
     def subscribe() -> Response:

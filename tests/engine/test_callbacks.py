@@ -269,3 +269,27 @@ def test_the_corpus_webhooks_fire_with_a_body_that_fits_their_schema(name, webho
         [arrived] = receiver.wait()
         schema = mock.pipeline.spec.webhooks[webhook][0].request_body.content["application/json"].schema
         assert schema.validator.is_valid(arrived.json)
+
+
+@pytest.mark.browser
+def test_the_dashboard_fires_a_webhook_and_shows_the_outgoing_journal(mock, receiver):
+    """Chromium on the dashboard: the webhook's Send button, then the call's row with its receiver's answer."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip(f"no browser: {chromium} is missing")
+    mock.subscribe("newPet", f"{receiver.url}/hooks")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox"])
+        page = browser.new_page()
+        page.goto(mock.url + "/__mock/")
+        section = page.locator("#outgoing")
+        sync_api.expect(section).to_be_visible()
+        sync_api.expect(section.locator("select[name=webhook]")).to_have_value("newPet")
+        section.get_by_role("button", name="Send").click()
+        row = section.locator("tbody tr").first
+        sync_api.expect(row.locator(".verdict")).to_have_text("breach")  # newPet declares 200; it answered 202
+        sync_api.expect(row).to_contain_text(f"POST {receiver.url}/hooks")
+        sync_api.expect(row).to_contain_text("202")
+        browser.close()
+    assert receiver.wait()[0].path == "/hooks"

@@ -11,17 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from jsonschema import Draft202012Validator
 
 from conftest import SHARED, serving
 from mockserver.base.errors import LoadError
 from mockserver.testing import CallbackReceiver, ControlError, MockServer
+from mockserver.web.control import DESCRIPTION
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "callbacks"
 SPEC, FIXTURES = DATA / "openapi.yaml", DATA / "fixtures"
 ON_DATA = {"type": "object", "required": ["timestamp", "userData", "subscriptionId"],
            "properties": {"timestamp": {"type": "string"}, "userData": {"type": "string"},
                           "subscriptionId": {"type": "string"}}}
+CONTROL = yaml.safe_load(DESCRIPTION.read_text())
+OUTGOING_CALL = Draft202012Validator({**CONTROL["components"]["schemas"]["OutgoingCall"],
+                                      "$defs": CONTROL["components"]["schemas"]})
 PET = {"type": "object", "required": ["id", "name"],
        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "tag": {"type": "string"}}}
 
@@ -73,6 +78,7 @@ def test_a_callback_arrives_where_its_expression_points_with_a_body_that_fits_it
     assert not list(Draft202012Validator(ON_DATA).iter_errors(arrived.json))
     assert arrived.json["subscriptionId"] == answer["subscriptionId"]
     [noted] = settled(mock)
+    assert not list(OUTGOING_CALL.iter_errors(noted))  # as the control API's own description says
     assert noted["verdict"] == "ok" and noted["name"] == "onData" and noted["operationId"] == "subscribeStream"
     assert noted["url"] == f"{receiver.url}/data" and [a["status"] for a in noted["attempts"]] == [202]
     assert noted["id"] == arrived.headers["x-mock-callback-id"]

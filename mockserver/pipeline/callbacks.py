@@ -93,12 +93,13 @@ class Callbacks:
     # -- on the request path, only for an answer in `triggers` --------------------------------------------------
     def after(self, request: MockRequest, response: MockResponse, path: dict[str, str],
               subscribers: dict[str, list[str]]) -> list[Sent]:
-        """What a success of an operation sends (nothing after any other answer): each callback, to the URL its
-        expression names in this call, and the webhooks its fixture sends, to their `subscribers` (the fixtures'
-        and those made at run time); a `Prefer: callback-delay=<ms>` goes before the fixtures' delay."""
+        """What a success of an operation sends (nothing after any other answer, nor behind a proxy): each
+        callback, to the URL its expression names in this call, and the webhooks its fixture sends, to their
+        `subscribers` (the fixtures' and those made at run time); a `Prefer: callback-delay=<ms>` goes before the
+        fixtures' delay."""
         op_id = response.operation_id
-        if op_id is None or not 200 <= response.status < 300:
-            return []
+        if op_id is None or not 200 <= response.status < 300 or response.source.startswith("proxy"):
+            return []  # a proxied answer is the deployment's, which sends its own callbacks
         op = self.spec.operations[op_id]
         prefer = request.header("prefer")
         asked = Prefer.read(prefer, False).callback_delay if prefer else None

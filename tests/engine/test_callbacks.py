@@ -164,6 +164,17 @@ def test_a_target_outside_the_allow_list_is_refused_journaled_and_never_contacte
     assert "169.254.169.254 is neither loopback nor a host --callback-allow names" in noted["reason"]
 
 
+def test_a_callback_whose_url_the_call_lacks_is_journaled_unsendable_naming_the_expression(tmp_path, receiver):
+    optional = SPEC.read_text().replace("required: [callbackUrl, name]", "required: [name]")
+    (tmp_path / "openapi.yaml").write_text(optional)
+    with MockServer(tmp_path / "openapi.yaml") as mock:
+        assert call(f"{mock.url}/jobs", "POST", {"name": "nightly"})[0] == 202
+        [noted] = settled(mock)
+    assert noted["verdict"] == "unsendable" and noted["attempts"] == []
+    assert noted["reason"] == ("its URL cannot be made: $request.body#/callbackUrl: the body has no value at "
+                               "/callbackUrl")
+
+
 def _own_address() -> str:
     """This machine's address on its network (no packet is sent), or skip where it has only loopback."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:

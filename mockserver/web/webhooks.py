@@ -13,7 +13,7 @@ from flask import Blueprint, Response, request
 
 from ..base.errors import MockError
 from ..pipeline.pipeline import Pipeline
-from .control import _bad, _json_body
+from .control import _bad, _json_body, session_param
 from .outgoing import Outgoing
 
 
@@ -27,9 +27,11 @@ def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> B
 
     @bp.get("/callbacks")
     def journal() -> Response:
+        """Every outgoing call; with a session, those that followed its calls."""
         pipeline = current()
-        pipeline.store.check()
-        return ok({"calls": pipeline.store.outgoing()})
+        session = session_param(pipeline)
+        calls = pipeline.store.outgoing()
+        return ok({"calls": calls if session is None else [c for c in calls if c["session"] == session]})
 
     @bp.get("/webhooks")
     def webhooks() -> Response:

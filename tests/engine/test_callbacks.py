@@ -84,6 +84,15 @@ def test_a_callback_arrives_where_its_expression_points_with_a_body_that_fits_it
     assert noted["id"] == arrived.headers["x-mock-callback-id"]
 
 
+def test_a_session_s_journal_of_outgoing_calls_holds_the_calls_that_followed_its_requests(mock, receiver):
+    ours = mock.session()
+    call(f"{mock.url}/streams?callbackUrl={receiver.url}", "POST", headers=ours.headers)
+    call(f"{mock.url}/streams?callbackUrl={receiver.url}", "POST")
+    settled(mock, 2)
+    [own] = ours.callbacks()
+    assert own["session"] == ours.session_id and len(mock.callbacks()) == 2
+
+
 def test_a_callback_url_mixes_text_with_the_request_s_body_and_the_answer_and_its_example_is_sent(mock, receiver):
     status, answer = call(f"{mock.url}/jobs", "POST", {"name": "nightly", "callbackUrl": f"{receiver.url}/done"})
     assert status == 202

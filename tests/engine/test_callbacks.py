@@ -232,6 +232,21 @@ def test_a_bad_control_call_about_webhooks_says_what_is_wrong(mock, receiver, pa
     assert refused.value.status == status and says in refused.value.body
 
 
+def test_the_fixtures_subscribe_urls_to_a_webhook_and_delay_the_callbacks(tmp_path):
+    with CallbackReceiver(200) as receiver:
+        (tmp_path / "settings.yaml").write_text(
+            f"settings:\n  callbacks:\n    delayMs: 500\n    subscriptions:\n      newPet: [{receiver.url}/pets]\n"
+            + (FIXTURES / "callbacks.yaml").read_text())
+        with MockServer(SPEC, tmp_path) as mock:
+            assert mock.control("GET", "webhooks")["webhooks"][0]["subscribers"] == [f"{receiver.url}/pets"]
+            answered = time.monotonic()
+            status, created = call(f"{mock.url}/pets", "POST", {"name": "Tom"})
+            assert status == 201
+            [event] = receiver.wait()
+            assert time.monotonic() - answered >= 0.5
+            assert (event.path, event.json) == ("/pets", created)
+
+
 def test_a_fixture_naming_an_unknown_webhook_is_a_start_up_problem_with_its_place(tmp_path):
     (tmp_path / "hooks.yaml").write_text("operations:\n  createPet:\n    webhooks: [petGone]\n")
     with pytest.raises(LoadError) as refused:

@@ -200,18 +200,20 @@ class Pipeline:
 
     def waits_on_store(self, method: str, path: str) -> bool:
         """Whether the answer to a request (its method and raw path) may wait on a round trip to a shared store
-        (Redis): its operation reads or writes a written collection, or a scenario in force names it (a firing
-        is counted there), or it is among a process's first calls to reach an operation, which wait until the
-        store is known to be reachable. A server makes such an answer off its event loop, so a Redis that does
-        not answer holds up no other call (web/rsgi.py). A dict and a pattern per request: the pattern is made
-        again only when the scenarios change (a scenario set between this and the answer may still make its one
-        wait)."""
+        (Redis): its operation reads or writes a written collection or sends callbacks (into the store's outbox),
+        or a scenario in force names it (a firing is counted there), or it is among a process's first calls to
+        reach an operation, which wait until the store is known to be reachable. A server makes such an answer off
+        its event loop, so a Redis that does not answer holds up no other call (web/rsgi.py). A dict and a pattern
+        per request: the pattern is made again only when the scenarios change (a scenario set between this and the
+        answer may still make its one wait)."""
         if not self.store.shared:
             return False
         named = self.scenarios.named()
         waiting = self._waiting
         if waiting is None or waiting[0] is not named:
-            waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored))
+            # an answer that sends callbacks puts them in the store's outbox: a round trip too
+            waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored
+                                                                   | self.callbacks.triggers))
         return waiting[1](method, path) or not self.store.settled() and self._reaching_any(method, path)
 
     def handle(self, request: MockRequest) -> MockResponse:

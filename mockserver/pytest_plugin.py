@@ -6,7 +6,10 @@ Configure it in pytest.ini / pyproject (`mockserver_spec`, `mockserver_fixtures`
 with `@pytest.mark.mockserver(spec="…", fixtures="…", seed=1)`. Relative paths, of the ini file and of the marker
 alike, are read from pytest's root folder (`rootdir`, the folder of the ini file when there is one), never from
 the folder pytest was started in, so a test finds its description wherever it is run from. Send
-`mock_server.headers` with the calls of the client under test: on a shared mock they carry the test's session."""
+`mock_server.headers` with the calls of the client under test: on a shared mock they carry the test's session.
+
+The `mock_callbacks` fixture is a receiver on loopback for the callbacks and webhooks the mock sends: put its
+`url` where the callback's expression reads it (or subscribe it to a webhook), then `mock_callbacks.wait()`."""
 from __future__ import annotations
 
 import os
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .testing import MockClient
+    from .testing import CallbackReceiver, MockClient
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,3 +60,11 @@ def mock_server(request: pytest.FixtureRequest) -> Iterator[MockClient]:
         fixtures = default if default.is_dir() else None
     with MockServer(spec, fixtures, **options) as server:
         yield server
+
+
+@pytest.fixture
+def mock_callbacks() -> Iterator[CallbackReceiver]:
+    from .testing import CallbackReceiver
+
+    with CallbackReceiver() as receiver:
+        yield receiver

@@ -1,17 +1,21 @@
 """Running the mock inside a test process: `MockServer` serves a description on a free port in a thread and
 talks to its control API, so a test can say "the next two calls to listTestSets answer 503" and then read
 the journal; `MockClient` does the same for a mock running elsewhere, and `session()` gives either a session of
-its own. The pytest plugin (`mockserver.pytest_plugin`) hands one to each test."""
+its own; `CallbackReceiver` takes the callbacks and webhooks a mock sends, on loopback, for a test to read. The
+pytest plugin (`mockserver.pytest_plugin`) hands one of each to a test."""
 from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -88,6 +92,19 @@ class MockClient:
         """Without a session: the whole mock; with one: that session's scenarios, journal and coverage."""
         self.control("POST", "reset")
 
+    def callbacks(self) -> list[dict[str, Any]]:
+        """The journal of the callbacks and webhooks the mock sent (or refused to), oldest first."""
+        return self.control("GET", "callbacks")["calls"]
+
+    def subscribe(self, webhook: str, url: str) -> None:
+        """Send the webhook's events to `url` too (until a reset)."""
+        self.control("POST", "webhooks/subscriptions", {"webhook": webhook, "url": url})
+
+    def fire(self, webhook: str, body: Any = None, url: str | None = None) -> list[str]:
+        """Send the webhook's event now (to `url`, else its subscribers), with `body` or its own; the calls' ids."""
+        given = {"body": body} if body is not None else {}
+        return self.control("POST", f"webhooks/{webhook}", {**given, **({"url": url} if url else {})})["queued"]
+
 
 class MockServer(MockClient):
     """The mock of a description, served from this process on a free port in a thread."""
@@ -152,6 +169,91 @@ def _handler(wsgi: Any) -> type[WSGIRequestHandler]:
                 self.wfile.write(response.body)
 
     return Handler
+
+
+@dataclass(frozen=True)
+class Received:
+    """One call a `CallbackReceiver` took: its method, path, query, headers (lower-case names) and body."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class CallbackReceiver:
+    """An HTTP server on loopback, in a thread, that takes every call and answers `status` (or the next of
+    `statuses`, one a call, then `status`): where a test points a mock's callbacks and webhooks, to read what
+    arrived."""
+
+    def __init__(self, status: int = 200, statuses: tuple[int, ...] = (), *, host: str = "127.0.0.1") -> None:
+        self.status = status
+        self._statuses = list(statuses)
+        self.received: list[Received] = []
+        self._arrived = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _take(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                parts = urlsplit(self.path)
+                call = Received(self.command, parts.path, parts.query,
+                                {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length))
+                with receiver._arrived:
+                    status = receiver._statuses.pop(0) if receiver._statuses else receiver.status
+                    receiver.received.append(call)
+                    receiver._arrived.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_PUT = do_PATCH = do_GET = do_DELETE = _take
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+                """Quiet: a test reads `received`."""
+
+        self._server = ThreadingHTTPServer((host, 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(_POLL_S,),
+                                        name="callback-receiver", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        """Its base URL on loopback, e.g. http://127.0.0.1:53212."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait(self, count: int = 1, timeout: float = 5.0) -> list[Received]:
+        """The calls taken so far, once there are at least `count` (AssertionError after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while len(self.received) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{len(self.received)} of {count} calls arrived within {timeout:g} s")
+                self._arrived.wait(left)
+            return list(self.received)
+
+    def start(self) -> CallbackReceiver:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> CallbackReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class ControlError(Exception):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import LoadError
 from ..base.json_values import MAX_DEPTH
+from ..pipeline.callbacks import CALLBACK_RETRIES, CALLBACK_TIMEOUT
 from ..pipeline.pipeline import Options
 from ..pipeline.request_validation import HEADER_NAMES, MODES, VIOLATIONS_HEADER
 from ..pipeline.stateful import ITEMS_LIMIT
@@ -150,6 +151,7 @@ def _number(cast: Callable[[str], Any], fits: Callable[[Any], bool], what: str) 
 
 
 positive = _number(int, lambda value: value >= 1, "a whole number from 1")
+count = _number(int, lambda value: value >= 0, "a whole number from 0")
 seconds = _number(float, lambda value: 0 < value < float("inf"), "a number of seconds above 0")
 percent = _number(float, lambda value: 0 <= value <= 100, "a percentage from 0 to 100")
 callback_seconds = _number(float, lambda value: 0 < value <= 120, "a number of seconds above 0, at most 120")
@@ -250,6 +252,17 @@ OPTION_FLAGS = {flag.option: flag for flag in (
         help="infer writes from the REST shape (POST /things creates, GET /things lists, GET|PUT|PATCH|DELETE "
              "/things/{id}) for operations the fixtures declare nothing for; also `stateful: true` in the fixtures' "
              "settings")),
+    OptionFlag("callback_retries", ("--callback-retries",), dict(
+        type=count, default=CALLBACK_RETRIES, metavar="N",
+        help="tries after the first of a callback or webhook whose receiver cannot be reached, times out or answers "
+             "5xx or 429, each after twice the last wait from 0.25 s (default %(default)d)")),
+    OptionFlag("callback_timeout", ("--callback-timeout",), dict(
+        type=seconds, default=CALLBACK_TIMEOUT, metavar="SECONDS",
+        help="the longest one try of a callback or webhook waits for its receiver (default %(default)g)")),
+    OptionFlag("callback_allow", ("--callback-allow",), dict(
+        action="append", default=[], metavar="HOST",
+        help="a host callbacks and webhooks may be sent to besides loopback (repeatable; default: loopback only, "
+             "any other target is refused and journaled)"), tuple),
 )}
 
 

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", action="store_true",
                         help="reload the description and fixtures when a file changes (an invalid edit keeps the "
                              "last good state)")
-    add_options(parser, "stateful")
+    add_options(parser, "stateful", "callback_retries", "callback_timeout", "callback_allow")
 
 
 def run(args: argparse.Namespace) -> int:

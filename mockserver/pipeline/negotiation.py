@@ -25,6 +25,7 @@ class Prefer:
     example: str | None = None  # `example=`: the named example
     dynamic: bool = False  # varied generated data: `dynamic=true`, or `--dynamic` when the request says nothing
     asked_dynamic: bool = False  # the request's own `dynamic=true`, which skips the fixtures too
+    callback_delay: int | None = None  # `callback-delay=<ms>`: how long after the answer its callbacks are sent
 
     @classmethod
     def read(cls, header: str, dynamic: bool) -> Prefer:
@@ -35,7 +36,14 @@ class Prefer:
             if name:
                 given[name.strip().lower()] = value.strip().strip('"')
         asked = given.get("dynamic", "").lower()
-        return cls(given.get("code"), given.get("example"), asked == "true" if asked else dynamic, asked == "true")
+        delay = given.get("callback-delay")
+        if delay is not None and not (delay.isascii() and delay.isdigit()):
+            raise MockError(400, f"Prefer: callback-delay={delay[:40]} is not a number of milliseconds",
+                            details={"violations": [{"parameter": "Prefer", "in": "header", "pointer": "",
+                                                     "rule": "callback-delay",
+                                                     "message": "callback-delay takes a whole number of ms"}]})
+        return cls(given.get("code"), given.get("example"), asked == "true" if asked else dynamic, asked == "true",
+                   None if delay is None else int(delay))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from . import startup
 from .answer_cache import AnswerCache
 from .answers import Answer, Answers, pick_media_type, preferred_status
 from .auth import Authenticator, Caller, Token, bearer_token
+from .callbacks import CALLBACK_RETRIES, CALLBACK_TIMEOUT, Callbacks
 from .coverage import CoverageModel
 from .envelope import ErrorRenderer
 from .front_door import FrontDoor
@@ -81,6 +82,11 @@ class Options:
     # its violations in the journal, "off" does not check (request_validation.MODES)
     request_validation: str = "strict"
     violations_header: str | None = None  # the header naming a let-through request's violations (HEADER_NAMES)
+    # the calls the mock sends (callbacks, webhooks: web/outgoing.py): tries after the first, each one's timeout,
+    # and the hosts they may reach besides loopback
+    callback_retries: int = CALLBACK_RETRIES
+    callback_timeout: float = CALLBACK_TIMEOUT
+    callback_allow: tuple[str, ...] = ()
 
 
 @dataclass
@@ -152,7 +158,8 @@ class Pipeline:
         # values the mock itself sets: checked here once, so requests only check they are present
         self._fixed_headers = frozenset({self.request_id_header.lower()} | {
             name.lower() for values in self.header_values.values() for name in values})
-        problems = fixtures.problems + self.answers.problems
+        self.callbacks = Callbacks(spec, fixtures, self.answers)
+        problems = fixtures.problems + self.answers.problems + self.callbacks.problems
         problems += startup.check_error_envelope(spec, fixtures, self.errors, self.answers)
         startup.learn_error_convention(spec, fixtures, self.errors, self.answers)
         problems += startup.check_fixed_headers(spec, self.header_values, self.request_id_header,
@@ -194,18 +201,20 @@ class Pipeline:
 
     def waits_on_store(self, method: str, path: str) -> bool:
         """Whether the answer to a request (its method and raw path) may wait on a round trip to a shared store
-        (Redis): its operation reads or writes a written collection, or a scenario in force names it (a firing
-        is counted there), or it is among a process's first calls to reach an operation, which wait until the
-        store is known to be reachable. A server makes such an answer off its event loop, so a Redis that does
-        not answer holds up no other call (web/rsgi.py). A dict and a pattern per request: the pattern is made
-        again only when the scenarios change (a scenario set between this and the answer may still make its one
-        wait)."""
+        (Redis): its operation reads or writes a written collection or sends callbacks (into the store's outbox),
+        or a scenario in force names it (a firing is counted there), or it is among a process's first calls to
+        reach an operation, which wait until the store is known to be reachable. A server makes such an answer off
+        its event loop, so a Redis that does not answer holds up no other call (web/rsgi.py). A dict and a pattern
+        per request: the pattern is made again only when the scenarios change (a scenario set between this and the
+        answer may still make its one wait)."""
         if not self.store.shared:
             return False
         named = self.scenarios.named()
         waiting = self._waiting
         if waiting is None or waiting[0] is not named:
-            waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored))
+            # an answer that sends callbacks puts them in the store's outbox: a round trip too
+            waiting = self._waiting = (named, self.router.reaching(named | self.answers.stored
+                                                                   | self.callbacks.triggers))
         return waiting[1](method, path) or not self.store.settled() and self._reaching_any(method, path)
 
     def handle(self, request: MockRequest) -> MockResponse:

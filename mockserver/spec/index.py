@@ -16,6 +16,7 @@ from ..base.http import is_json
 from ..base.pointers import pointer_join, unescape_token
 from .cycles import impossible_schemas
 from .documents import Document, DocumentSet, OutsideFolder, RefError
+from .expressions import ExpressionError, Template, parse
 from .schemas import SchemaCompiler, openapi30_to_jsonschema, schema_types
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -87,6 +88,23 @@ class RequestBody:
 
 
 @dataclass
+class Outbound:
+    """A request the API itself sends: an operation of a callback (to the URL its runtime expression names in
+    the call that triggers it) or of a 3.1 webhook (`url` None: to the URLs subscribed to it)."""
+
+    name: str  # the callback's name (`onData`) or the webhook's (`newPet`)
+    method: str
+    url: Template | None
+    request_body: RequestBody | None
+    responses: dict[str, Response]
+    uri: str
+
+    def declares(self, status: int) -> bool:
+        """Whether a receiver's answer with this status keeps to the description (its code, range or default)."""
+        return declares(self.responses, status)
+
+
+@dataclass
 class Operation:
     id: str
     method: str
@@ -100,6 +118,7 @@ class Operation:
     tags: list[str] = field(default_factory=list)
     summary: str = ""
     query_match: dict[str, str] = field(default_factory=dict)  # from a path key such as `/responses?beta=true`
+    callbacks: list[Outbound] = field(default_factory=list)  # sent after a success (web/outgoing.py)
 
     def response(self, status: int) -> Response | None:
         """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
@@ -109,8 +128,7 @@ class Operation:
     def declares(self, status: int) -> bool:
         """Whether an answer with this status keeps to the description: its code, its range (`4XX`), or any
         HTTP status when a `default` is declared."""
-        return (str(status) in self.responses or f"{str(status)[0]}XX" in self.responses
-                or (100 <= status <= 599 and "default" in self.responses))
+        return declares(self.responses, status)
 
     @cached_property
     def success_status(self) -> int:
@@ -165,6 +183,10 @@ class SpecIndex:
         self.operations: dict[str, Operation] = {}
         self._indexed: list[tuple[Any, str]] = []  # every schema an operation uses, with its URI
         self._index_paths(root)
+        # 3.1's events the API sends, by name (`POST /__mock/webhooks/{name}`)
+        self.webhooks: dict[str, list[Outbound]] = {
+            name: self._outbound(name, item, uri, None)
+            for name, item, uri in self._entries(root.get("webhooks"), self._uri("webhooks"), "`webhooks`")}
         self.problems += impossible_schemas(self.docs, self._indexed)
         if self.problems:
             raise LoadError(self.problems)
@@ -434,7 +456,41 @@ class SpecIndex:
             deprecated=bool(node.get("deprecated")),
             tags=list(node.get("tags") or []),
             summary=str(node.get("summary") or ""),
+            callbacks=self._callbacks(node.get("callbacks"), pointer_uri(uri, "callbacks")),
         )
+
+    def _callbacks(self, node: Any, uri: str) -> list[Outbound]:
+        """An operation's callbacks: each one's URL expression parsed once (one that does not parse is left out,
+        with a warning naming it), each of its operations as an `Outbound`."""
+        found: list[Outbound] = []
+        for name, callback, callback_uri in self._entries(node, uri, "`callbacks`"):
+            for expression, item in callback.items():
+                item_uri = pointer_uri(callback_uri, expression)
+                try:
+                    url = parse(expression)
+                except ExpressionError as exc:
+                    self._warn(item_uri, f"the callback's URL is no runtime expression ({exc}); it is never sent",
+                               "callback")
+                    continue
+                item, item_uri = self.docs.deref(item, item_uri)
+                found += self._outbound(name, self._mapping(item, item_uri, f"the callback {name!r}"), item_uri, url)
+        return found
+
+    def _outbound(self, name: str, item: dict[str, Any], uri: str, url: Template | None) -> list[Outbound]:
+        """The operations of a callback's or a webhook's path item."""
+        found = []
+        for method in HTTP_METHODS:
+            if method in item:
+                node, op_uri = self.docs.deref(item[method], pointer_uri(uri, method))
+                node = self._mapping(node, op_uri, f"the operation {method.upper()} of {name!r}")
+                responses = {status: (str(key), raw) for key, raw in (node.get("responses") or {}).items()
+                             if (status := self._status(str(key), op_uri))}
+                found.append(Outbound(
+                    name, method.upper(), url,
+                    self._request_body(node.get("requestBody"), pointer_uri(op_uri, "requestBody")),
+                    {status: self._response(status, raw, pointer_uri(op_uri, "responses", key))
+                     for status, (key, raw) in responses.items()}, op_uri))
+        return found
 
     def _parameter(self, raw: Any, uri: str) -> Parameter | None:
         node, uri = self.docs.deref(raw, uri)
@@ -572,6 +628,12 @@ _SHAPES: tuple[tuple[str, Any, str], ...] = (
 
 
 _CHECKED = frozenset(_SCHEMA_MAPS + _ONE_SCHEMA + _SCHEMA_LISTS + tuple(key for key, _, _ in _SHAPES))
+
+
+def declares(responses: dict[str, Response], status: int) -> bool:
+    """Whether `status` keeps to these responses: its code, its range (`4XX`), or any status beside a `default`."""
+    return (str(status) in responses or f"{str(status)[0]}XX" in responses
+            or (100 <= status <= 599 and "default" in responses))
 
 
 def range_status(key: str) -> int:

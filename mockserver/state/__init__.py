@@ -286,6 +286,36 @@ class Store(ABC):
     def forget_live(self, scope: str | None) -> None:
         """Drop the writes of one session (None: of every session and of the whole mock): the fixtures again."""
 
+    # -- outgoing calls: callbacks and webhooks (web/outgoing.py) ----------------------------------------------
+    @abstractmethod
+    def send_later(self, call: dict[str, Any]) -> None:
+        """Put an outgoing call in the outbox, for whichever process claims it first."""
+
+    @abstractmethod
+    def claim(self, wait: float) -> dict[str, Any] | None:
+        """Take the next outgoing call out of the outbox, atomically (two processes never take the same one);
+        None when none came within `wait` seconds."""
+
+    @abstractmethod
+    def note_outgoing(self, entry: dict[str, Any]) -> None:
+        """Keep (or replace, by its `id`) an outgoing call's entry in its journal, bounded as the journal is."""
+
+    @abstractmethod
+    def outgoing(self) -> list[dict[str, Any]]:
+        """The journal of outgoing calls, oldest first, as every process noted them."""
+
+    @abstractmethod
+    def subscribe(self, webhook: str, url: str) -> None:
+        """Send the webhook's events to `url` too, from now on (until a reset)."""
+
+    @abstractmethod
+    def subscriptions(self) -> dict[str, list[str]]:
+        """The URLs subscribed at run time, by webhook."""
+
+    @abstractmethod
+    def clear_outgoing(self) -> None:
+        """Forget the outgoing calls' journal, what waits in the outbox and the subscriptions made at run time."""
+
     # -- sessions -------------------------------------------------------------------------------------------
     @abstractmethod
     def touch(self, session: str) -> None:
@@ -315,7 +345,8 @@ class Store(ABC):
 
     def reset(self) -> None:
         """Everything, everywhere: no scenario set at run time, the fixtures' back with fresh counts, an empty
-        journal and coverage, no session, no write (the fixtures' collections as they are in the files), no drift."""
+        journal and coverage, no session, no write (the fixtures' collections as they are in the files), no drift,
+        no outgoing call and no subscription made at run time."""
         self.sync()
         self.change_book(lambda book, _: book.next((), ()))
         self.forget_counts(None)
@@ -323,6 +354,7 @@ class Store(ABC):
         self.clear(None)
         self.clear_drift()
         self.forget_live(None)
+        self.clear_outgoing()
         for session in self.sessions():
             self._untrack(session)
 

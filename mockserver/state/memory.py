@@ -3,11 +3,12 @@ pytest plugin and `MockServer`: nothing to start, nothing on the request path bu
 from __future__ import annotations
 
 import itertools
+import queue
 import secrets
 import threading
 import time
 import uuid
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -94,6 +95,9 @@ class MemoryStore(Store):
         self._secret = secrets.token_hex(32)  # per process, kept across reloads
         self._live: dict[tuple[str | None, str], Rows] = {}
         self._drift = _Drift()
+        self._outbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._outgoing: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._subscriptions: dict[str, list[str]] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "memory", "shared": False, "available": True, "sessionTtl": self._ttl}
@@ -235,6 +239,42 @@ class MemoryStore(Store):
     def clear_drift(self) -> None:
         with self._lock:
             self._drift = _Drift()
+
+    def send_later(self, call: dict[str, Any]) -> None:
+        self._outbox.put(call)
+
+    def claim(self, wait: float) -> dict[str, Any] | None:
+        try:
+            return self._outbox.get(timeout=wait)
+        except queue.Empty:
+            return None
+
+    def note_outgoing(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._outgoing[entry["id"]] = entry
+            while len(self._outgoing) > self._size:
+                self._outgoing.popitem(last=False)
+
+    def outgoing(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._outgoing.values())
+
+    def subscribe(self, webhook: str, url: str) -> None:
+        with self._lock:
+            urls = self._subscriptions.setdefault(webhook, [])
+            if url not in urls:
+                urls.append(url)
+
+    def subscriptions(self) -> dict[str, list[str]]:
+        with self._lock:
+            return {name: list(urls) for name, urls in self._subscriptions.items()}
+
+    def clear_outgoing(self) -> None:
+        with self._lock:
+            self._outgoing.clear()
+            self._subscriptions.clear()
+            while not self._outbox.empty():
+                self._outbox.get_nowait()
 
     def touch(self, session: str) -> None:
         with self._lock:

@@ -629,6 +629,48 @@ class RedisStore(Store):
         if keys:
             self._guarded(lambda: self._redis.pipeline().delete(*keys).srem(self._k("live-keys"), *keys).execute())
 
+    # outgoing calls: the outbox a list every process pops from (BLPOP: one taker per call), their journal a hash
+    # by id with a list of ids in order (trimmed as the journal is), subscriptions a set of [webhook, url] pairs
+    def send_later(self, call: dict[str, Any]) -> None:
+        self._guarded(lambda: self._redis.rpush(self._k("outbox"), json.dumps(call)))
+
+    def claim(self, wait: float) -> dict[str, Any] | None:
+        # a blocking pop waits less than the socket may, so the wait is never taken for a lost Redis
+        taken = self._guarded(lambda: self._redis.blpop([self._k("outbox")], timeout=min(wait, self._timeout / 2)))
+        return json.loads(taken[1]) if taken else None
+
+    def note_outgoing(self, entry: dict[str, Any]) -> None:
+        key, order = self._k("outgoing"), self._k("outgoing-order")
+
+        def note() -> None:
+            if not self._redis.hset(key, entry["id"], json.dumps(entry)):
+                return  # known already: replaced in place
+            self._redis.rpush(order, entry["id"])
+            dropped = self._redis.lrange(order, 0, -self._size - 1)
+            if dropped:
+                self._redis.pipeline().ltrim(order, -self._size, -1).hdel(key, *dropped).execute()
+
+        self._guarded(note)
+
+    def outgoing(self) -> list[dict[str, Any]]:
+        ids = self._guarded(lambda: self._redis.lrange(self._k("outgoing-order"), 0, -1))
+        found = self._guarded(lambda: self._redis.hmget(self._k("outgoing"), ids)) if ids else []
+        return [json.loads(raw) for raw in found if raw is not None]
+
+    def subscribe(self, webhook: str, url: str) -> None:
+        self._guarded(lambda: self._redis.sadd(self._k("subscriptions"), json.dumps([webhook, url])))
+
+    def subscriptions(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for raw in sorted(self._guarded(lambda: self._redis.smembers(self._k("subscriptions")))):
+            webhook, url = json.loads(raw)
+            found.setdefault(webhook, []).append(url)
+        return found
+
+    def clear_outgoing(self) -> None:
+        self._guarded(lambda: self._redis.delete(*(self._k(name) for name in (
+            "outbox", "outgoing", "outgoing-order", "subscriptions"))))
+
     def touch(self, session: str) -> None:
         self._guarded(lambda: self._redis.zadd(self._k("sessions"), {session: time.time()}))
 

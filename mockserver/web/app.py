@@ -26,6 +26,7 @@ from .metrics import Metrics
 from .mock_app import MockApp
 from .otel import OtelTracing
 from .reload import Reloader
+from .webhooks import outgoing_blueprint
 from .wsgi import MockWSGI, StartResponse, WSGIApp, request_headers
 
 if TYPE_CHECKING:
@@ -74,8 +75,9 @@ def with_fields(options: Options | None, fields: dict[str, Any]) -> Options:
     given = dict(fields)
     if "allow_outside" in given:
         given["allow_outside"] = tuple(Path(folder) for folder in given["allow_outside"])
-    if "accept_tokens" in given:
-        given["accept_tokens"] = tuple(given["accept_tokens"])
+    for name in ("accept_tokens", "callback_allow"):
+        if name in given:
+            given[name] = tuple(given[name])
     return replace(options or Options(), **given)
 
 
@@ -109,6 +111,8 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
         mock.metrics = Metrics(loaded.spec.title, lambda: mock.pipeline)
     if otel:
         tracing.use(OtelTracing(loaded.spec.title))
+    if loaded.callbacks.triggers or loaded.spec.webhooks:  # replicas on one store claim each other's calls too
+        mock.outgoing.ensure_started()
     if watch:
         mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
     app = MockFlask(mock, control)
@@ -118,6 +122,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
                                         metrics=mock.metrics)
         pages, data = dashboard_blueprints(lambda: mock.pipeline)
         control_api.register_blueprint(data)  # the dashboard's data: behind the control token
+        control_api.register_blueprint(outgoing_blueprint(lambda: mock.pipeline, mock.outgoing))
         app.before_request(mock.ensure_reloader)
         install(app, lambda: mock.pipeline, control_token, origins, lambda e: _envelope(mock.pipeline, e),
                 open_blueprint=pages.name)  # the pages themselves ask for the token

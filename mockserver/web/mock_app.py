@@ -18,6 +18,7 @@ from ..pipeline.pipeline import Pipeline
 from .access import ACCESS
 from .cors import cors_headers, is_preflight, preflight_headers
 from .metrics import Metrics
+from .outgoing import Outgoing
 from .reload import Reloader
 
 access_log = logging.getLogger("mockserver.access")
@@ -48,6 +49,7 @@ class MockApp:
         self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self.metrics: Metrics | None = None  # --metrics: counted per answer
         self._reloader_pid = 0
+        self.outgoing = Outgoing(lambda: self.pipeline)  # the callbacks and webhooks it sends
 
     def swap(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
@@ -104,6 +106,7 @@ class MockApp:
         if self.metrics is not None:
             self.metrics.answered(result.operation_id, result.status, result.source, took_ms / 1000)
         tracing.answered(result.status, result.operation_id, result.source)
+        self.outgoing.after(pipeline, request, result)
         body = sent_body(result.disconnect, result.body) if result.disconnect else result.body
         return Answer(result.status, list(out_headers.items()), body, result.delay_ms / 1000, result.disconnect)
 

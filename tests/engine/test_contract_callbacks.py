@@ -1,6 +1,6 @@
 """`mockserver contract --url` checks a deployment's callbacks: a small stand-in of the tests' own subscribes a
 client (`POST /subscriptions` with a `callbackUrl`) and then calls that URL back, rightly or wrongly; the run puts
-its receiver's URL in the request and checks what comes back (tests/data/callbacks)."""
+its receiver's URL in the request and checks what comes back (tests/data/contract_callbacks)."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ from stand_ins import Served
 
 pytestmark = pytest.mark.slow  # the contract runs as a subprocess against a server on a port
 
-SPEC = ROOT / "tests" / "data" / "callbacks" / "openapi.yaml"
+SPEC = ROOT / "tests" / "data" / "contract_callbacks" / "openapi.yaml"
 RIGHT = {"subscriptionId": "sub-1", "shippedAt": "2026-12-03T10:00:00Z"}
 SIGNED = {"X-Hook-Signature": "sha256=00ff"}
 

@@ -190,3 +190,18 @@ def test_a_request_line_over_64_kib_is_refused_in_the_operations_error_shape_whe
     assert response.status == 414
     assert response.getheader("Content-Type") == "application/json"
     assert isinstance(body["code"], int) and isinstance(body["message"], str)  # the 4XX schema, not RFC 7807
+
+
+CALLBACKS = ROOT / "tests" / "data" / "callbacks"
+
+
+@pytest.mark.mockserver(spec=CALLBACKS / "openapi.yaml", fixtures=CALLBACKS / "fixtures")
+def test_the_mock_callbacks_fixture_receives_the_mock_s_own_callbacks(mock_server, mock_callbacks):
+    sent = json.dumps({"name": "nightly", "callbackUrl": f"{mock_callbacks.url}/done"}).encode()
+    request = urllib.request.Request(f"{mock_server.url}/jobs", data=sent, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).close()
+    [arrived] = mock_callbacks.wait()
+    assert (arrived.method, arrived.path, arrived.query) == ("POST", "/done", "job=job-1")
+    assert arrived.json == {"id": "job-1", "status": "done"}
+    assert [c["name"] for c in mock_server.callbacks()] == ["jobDone"]

@@ -486,7 +486,7 @@ class Answers:
                           origin=fixture.origin)
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
-        pairs = live.view(self.store, ctx.session).pairs() if live else None
+        pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
         return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:

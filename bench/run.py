@@ -9,6 +9,7 @@ the largest corpus descriptions (../shared/corpus, when present). Prints both ta
 writes everything to bench/results/<UTC timestamp>.json and bench/results/latest.json."""
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
@@ -26,6 +27,7 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,6 +75,10 @@ GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "gthread", "--preload", "--
 # the last commit serving on gunicorn: its default (1 worker x 8 threads) is "today's default" of issue 15
 GUNICORN_COMMIT = "61d26db"
 STALLED = 200  # connections holding half a request line during the slow-client row
+GROWTH_AT = (100, 10_000, 100_000)  # pets one session holds when a window of creates is timed (issue 35)
+GROWTH_WINDOW = 200  # creates timed one after the other at each size
+GROWTH_FILLERS = 4  # connections that fill the collection between two windows
+GROWTH_SESSION = {"X-Mock-Session": "growth", "Content-Type": "application/json"}
 STALLED_PROBES = 50  # normal requests timed meanwhile, each on a new connection
 
 
@@ -267,6 +273,15 @@ def vm_hwm_kb(pid: int) -> int:
     return int(match.group(1)) if match else 0
 
 
+def vm_rss_kb(pid: int) -> int:
+    """The resident set of a process now, in kB (0 when it is gone)."""
+    try:
+        match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return 0
+    return int(match.group(1)) if match else 0
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
@@ -387,6 +402,7 @@ class Bench:
         self.prism_skipped = ""
         self.corpus_note = ""
         self.after_load: dict[str, float] = {}
+        self.growth_rss: dict[str, float] = {}  # store -> MB of RSS (the server's, and Redis's) per 10,000 pets
 
     def start(self, name: str, command: list[str], port: int, env: dict[str, str] | None = None,
               cwd: Path = ROOT) -> Server:
@@ -469,11 +485,8 @@ class Bench:
             self.rows.append(Row(label, "mock-redis", FIRST_PAGE, AUTH, 200, note="redis-server is not installed"))
             return
         port = free_port()
-        redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly",
-                                  "no", "--dir", str(self.workdir)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        redis = start_redis(port, self.workdir)
         try:
-            time.sleep(0.5)
             state = ["--state", f"redis://{HOST}:{port}/0?prefix=bench"]
             command = default_command("--workers", "2", *state, "--log-level", "warning")
             scenario = {"operationId": "listTestSetVersionCases", "pathParams": {"testSetId": "acme.bench"},
@@ -509,6 +522,61 @@ class Bench:
             Row("pets create then list, in turn", "pets-stateful-writes", "/pets", {}, 200, script=CREATE_THEN_READ)],
             setup=lambda port: [post_json(port, "/pets", {"name": f"pet-{n:03d}", "kind": "dog"})
                                 for n in range(200)])
+
+    def load_growth(self) -> None:
+        """Issue 35's growth table: one session of the pets description creates pets one after the other, timed
+        at GROWTH_AT items (a window of GROWTH_WINDOW creates each; filled by GROWTH_FILLERS connections between
+        the windows), on the memory store and on a real Redis (one process each), with the server's RSS at each
+        size: a write should cost the same at 100,000 items as at 100."""
+        pets = ROOT / "tests" / "data" / "pets"
+        flags = ["--spec", str(pets / "openapi.yaml"), "--fixtures", str(pets / "fixtures"), "--log-level",
+                 "warning", "--max-items", str(max(GROWTH_AT) + GROWTH_WINDOW)]
+        self._growth("memory", default_command(*flags), None)
+        if shutil.which("redis-server") is None:
+            self.rows.append(Row("growth, Redis store", "growth-redis", "/pets", GROWTH_SESSION, 201,
+                                 note="redis-server is not installed"))
+            return
+        port = free_port()
+        redis = start_redis(port, self.workdir)
+        try:
+            self._growth("redis", default_command(*flags, "--state", f"redis://{HOST}:{port}/0?prefix=growth"),
+                         redis.pid)
+        finally:
+            redis.terminate()
+            redis.wait(timeout=10)
+
+    def _growth(self, store: str, make: Command, redis_pid: int | None) -> None:
+        port = free_port()
+        command = make(port)
+        log(f"growth, {store}: {' '.join(command)}")
+        server = self.start(f"growth, {store}", command, port)
+        held, rss = 3, {}  # the pets of the fixtures; RSS in MB at each size: the server's tree's, redis-server's
+        try:
+            server.wait_answer("/pets", {}, want_200=True, timeout=60)
+            for at in GROWTH_AT:
+                fill(port, at - held)
+                rss[at] = [sum(vm_rss_kb(pid) for pid in tree(server.proc.pid)) / 1024,
+                           vm_rss_kb(redis_pid) / 1024 if redis_pid else 0.0]
+                log(f"  {at:,} pets: RSS {rss[at][0]:.0f} MB" + (f", redis-server {rss[at][1]:.0f} MB"
+                                                                 if redis_pid else ""))
+                pids = tree(server.proc.pid) + ([redis_pid] if redis_pid else [])
+                started, busy, own, mine = time.monotonic(), busy_ticks(), process_ticks(pids), own_ticks()
+                taken = timed_creates(port, GROWTH_WINDOW)
+                others = busy_ticks() - busy - (process_ticks(pids) - own) - (own_ticks() - mine)
+                held = at + GROWTH_WINDOW
+                self.rows.append(Row(
+                    f"create at {at:,} pets, one session, {store} store", f"growth-{store}", "/pets",
+                    GROWTH_SESSION, 201, status=201, requests=len(taken), p50_ms=round(statistics.median(taken), 2),
+                    p99_ms=round(statistics.quantiles(taken, n=100)[98], 2),
+                    other_cpu=round(max(0.0, others / TICK / (time.monotonic() - started)), 2),
+                    note=f"RSS {rss[at][0]:.0f} MB" + (f" + redis-server {rss[at][1]:.0f} MB" if redis_pid else "")))
+            low, high = GROWTH_AT[0], GROWTH_AT[1]
+            self.growth_rss[store] = round((sum(rss[high]) - sum(rss[low])) * 10_000 / (high - low), 1)
+        except ServerError as exc:
+            self.rows.append(Row(f"growth, {store} store", f"growth-{store}", "/pets", GROWTH_SESSION, 201,
+                                 note=f"server did not start: {exc}"))
+        finally:
+            self.finish(server)
 
     def load_gunicorn_mock(self) -> None:
         """The mock as it served before issue 15 (gunicorn, its default 1 worker x 8 threads), from git."""
@@ -670,6 +738,47 @@ def post_json(port: int, path: str, payload: Any) -> int:
     return status
 
 
+def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    """A redis-server on loopback without persistence, for the Redis rows; the caller stops it."""
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                              "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return redis
+
+
+def fill(port: int, creates: int) -> None:
+    """`creates` pets created in the growth session, over GROWTH_FILLERS connections at once."""
+    def create(n: int) -> None:
+        connection = http.client.HTTPConnection(HOST, port, timeout=30)
+        for _ in range(n):
+            connection.request("POST", "/pets", b'{"name":"grown","kind":"dog"}', GROWTH_SESSION)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 201:
+                raise ServerError(f"a create was answered {response.status}")
+        connection.close()
+
+    with ThreadPoolExecutor(GROWTH_FILLERS) as pool:
+        shares = [creates // GROWTH_FILLERS + (i < creates % GROWTH_FILLERS) for i in range(GROWTH_FILLERS)]
+        list(pool.map(create, shares))
+
+
+def timed_creates(port: int, creates: int) -> list[float]:
+    """Milliseconds each of `creates` pets took to create, one after the other on one connection."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    taken = []
+    for _ in range(creates):
+        began = time.perf_counter()
+        connection.request("POST", "/pets", b'{"name":"timed","kind":"cat"}', GROWTH_SESSION)
+        response = connection.getresponse()
+        response.read()
+        taken.append((time.perf_counter() - began) * 1000)
+        if response.status != 201:
+            raise ServerError(f"a create was answered {response.status}")
+    connection.close()
+    return taken
+
+
 def set_scenario(port: int, scenario: dict[str, Any]) -> None:
     connection = http.client.HTTPConnection(HOST, port, timeout=10)
     connection.request("POST", "/__mock/scenarios", json.dumps(scenario), {"Content-Type": "application/json"})
@@ -719,7 +828,8 @@ def ceilings(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.server in ("flask_app-granian", "wsgi_app-granian", "rsgi_app-granian")]
 
 
-def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
+def targets(rows: list[Row], startups: list[Startup], growth_rss: dict[str, float] | None = None
+            ) -> list[dict[str, str]]:
     """Issues 14 and 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other
     processes
     took more than BUSY_WARNING cores during a figure it rests on."""
@@ -760,6 +870,17 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
           best(rows, "mock-redis"), default, 1.0001)
     ratio("stateful: a written collection's list >= 0.8x the same list without writes",
           best(rows, "pets-stateful", "/pets"), best(rows, "pets-stateless", "/pets"), 0.8)
+    for store in ("memory", "redis"):
+        low, high = (next((r for r in rows if r.server == f"growth-{store}" and r.p50_ms
+                           and r.name.startswith(f"create at {at:,} ")), None) for at in (GROWTH_AT[0], GROWTH_AT[-1]))
+        name = f"create p50 at {GROWTH_AT[-1]:,} pets <= 1.5x at {GROWTH_AT[0]:,} ({store} store)"
+        if low is None or high is None or not low.p50_ms or not high.p50_ms:
+            verdict(name, None, "no figure", [])
+        else:
+            verdict(name, high.p50_ms <= 1.5 * low.p50_ms,
+                    f"{high.p50_ms / low.p50_ms:.2f}x ({high.p50_ms} vs {low.p50_ms} ms)", [low, high])
+    for store, mb in (growth_rss or {}).items():
+        verdict(f"RSS per 10,000 stored pets < 50 MB ({store} store)", mb < 50, f"{mb} MB", [])
     stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
     if stalled is None or stalled.p99_ms is None:
         verdict(f"a normal request < 50 ms with {STALLED} stalled connections", None,
@@ -847,7 +968,34 @@ def print_report(bench: Bench, info: dict[str, Any], goals: list[dict[str, str]]
     print(table(["target", "result", "detail"], ([g["target"], g["result"], g["detail"][:160]] for g in goals)))
 
 
+def everything(bench: Bench) -> None:
+    """Every row and start-up of `make bench`."""
+    bench.prism_skipped = ensure_prism()
+    try:
+        bench.load_mock()
+    except ServerError as exc:
+        sys.exit(f"bench: the mock did not start: {exc}")
+    bench.load_redis()
+    bench.load_stateful()
+    bench.load_growth()
+    bench.load_gunicorn_mock()
+    bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
+    bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
+    bench.load_baseline("rsgi_app", "raw RSGI on Granian (same payload)", True)
+    bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
+    bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
+    if bench.prism_skipped:
+        log(f"Prism: skipped ({bench.prism_skipped})")
+    else:
+        bench.load_prism()
+    bench.slow_clients()
+    bench.startups_all()
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--only", choices=["growth"], help="run only these rows (growth: issue 35's growth table)")
+    only = parser.parse_args().only
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the servers
     began = datetime.now(UTC)
     wrk_version = ensure_wrk()
@@ -859,29 +1007,14 @@ def main() -> int:
         os.environ["MOCKSERVER_CACHE_DIR"] = str(Path(tmp) / "parse-cache")
         bench = Bench(Path(tmp))
         try:
-            bench.prism_skipped = ensure_prism()
-            try:
-                bench.load_mock()
-            except ServerError as exc:
-                sys.exit(f"bench: the mock did not start: {exc}")
-            bench.load_redis()
-            bench.load_stateful()
-            bench.load_gunicorn_mock()
-            bench.load_baseline("flask_app", "bare Flask on Granian (same payload)", True)
-            bench.load_baseline("wsgi_app", "raw WSGI on Granian (same payload)", True)
-            bench.load_baseline("rsgi_app", "raw RSGI on Granian (same payload)", True)
-            bench.load_baseline("flask_app", "bare Flask on gunicorn 2x4 (same payload)", False)
-            bench.load_baseline("wsgi_app", "raw WSGI on gunicorn 2x4 (same payload)", False)
-            if bench.prism_skipped:
-                log(f"Prism: skipped ({bench.prism_skipped})")
+            if only == "growth":
+                bench.load_growth()
             else:
-                bench.load_prism()
-            bench.slow_clients()
-            bench.startups_all()
+                everything(bench)
         finally:
             bench.stop_all()
     add_ratios(bench.rows)
-    goals = targets(bench.rows, bench.startups)
+    goals = targets(bench.rows, bench.startups, bench.growth_rss)
     info["loadavg_at_end"] = loadavg()
     info["date"] = began.isoformat(timespec="seconds")
     info["duration_s"] = round((datetime.now(UTC) - began).total_seconds(), 1)
@@ -897,14 +1030,16 @@ def main() -> int:
               "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
               "corpus_note": bench.corpus_note or None,
               "load": [asdict(r) for r in bench.rows], "startup": [asdict(s) for s in bench.startups],
-              "peak_rss_after_load_mb": bench.after_load,
+              "peak_rss_after_load_mb": bench.after_load, "growth_rss_per_10000_pets_mb": bench.growth_rss,
               "targets": goals}
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2) + "\n"
-    stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}.json"
+    stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}{'-' + only if only else ''}.json"
     stamped.write_text(text)
-    (RESULTS / "latest.json").write_text(text)
-    print(f"\nwritten: {stamped.relative_to(ROOT)} and bench/results/latest.json ({info['duration_s']} s)")
+    if not only:  # a part of the bench is no latest run
+        (RESULTS / "latest.json").write_text(text)
+    print(f"\nwritten: {stamped.relative_to(ROOT)}{'' if only else ' and bench/results/latest.json'} "
+          f"({info['duration_s']} s)")
     return 0
 
 

@@ -287,7 +287,7 @@ class LiveCollection:
             view.made.pop(key, None)
             if key in base.items:
                 view.items[key], view.served[key] = base.items[key], base.served[key]
-                for op_id, es in view.entries.items():
+                for op_id in view.entries:
                     self._insert(view, op_id, self._base_entries[op_id][key])
                 return
         else:

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -43,10 +44,10 @@ from . import (
     DRIFT_KINDS,
     INITIAL_STATE,
     STATE_TIMEOUT,
+    UNKNOWN,
     Book,
     BookChange,
     DriftCounts,
-    UNKNOWN,
     Rows,
     RowsChange,
     StateError,
@@ -675,7 +676,7 @@ class RedisStore(Store):
                 args += [name, value]
             for key, row in update.rows.items():
                 args += [key, "" if row is None else json.dumps(row, separators=(",", ":"))]
-            done, version = self._guarded(lambda: self._write_live(keys=[*keys, self._k("live-keys")], args=args))
+            done, version = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
             if done:
                 return Rows(version.decode(), dict(update.rows), dict(update.counters), since=current.version)
             current = self._changed(keys, current.version) or Rows(current.version, {}, {}, since=current.version)

@@ -100,7 +100,11 @@ class View:
     seq: int = 0  # the creation number the next created item takes
 
     def pairs(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        return ((item, self.served[key]) for key, item in list(self.items.items()))
+        """(stored, served) of every item (one another thread's write removes meanwhile is left out)."""
+        served = self.served
+        for key, item in list(self.items.items()):
+            if (public := served.get(key)) is not None:
+                yield item, public
 
 
 _GENERATED = object()  # a missing property's value is generated from the reads' schema

@@ -28,6 +28,7 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,6 +76,10 @@ GUNICORN_FLAGS = ["-w", "2", "--threads", "4", "-k", "gthread", "--preload", "--
 # the last commit serving on gunicorn: its default (1 worker x 8 threads) is "today's default" of issue 15
 GUNICORN_COMMIT = "61d26db"
 STALLED = 200  # connections holding half a request line during the slow-client row
+GROWTH_AT = (100, 10_000, 100_000)  # pets one session holds when a window of creates is timed (issue 35)
+GROWTH_WINDOW = 200  # creates timed one after the other at each size
+GROWTH_FILLERS = 4  # connections that fill the collection between two windows
+GROWTH_SESSION = {"X-Mock-Session": "growth", "Content-Type": "application/json"}
 STALLED_PROBES = 50  # normal requests timed meanwhile, each on a new connection
 
 
@@ -272,16 +277,18 @@ def vm_hwm_kb(pid: int) -> int:
     return int(match.group(1)) if match else 0
 
 
+def vm_rss_kb(pid: int) -> int:
+    """The resident set of a process now, in kB (0 when it is gone)."""
+    try:
+        match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return 0
+    return int(match.group(1)) if match else 0
+
+
 def rss_mb(pid: int) -> float:
     """The resident set of a process tree now (VmRSS summed), in MB."""
-    total = 0
-    for each in tree(pid):
-        try:
-            match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{each}/status").read_text(), re.M)
-        except OSError:
-            continue
-        total += int(match.group(1)) if match else 0
-    return round(total / 1024, 1)
+    return round(sum(vm_rss_kb(each) for each in tree(pid)) / 1024, 1)
 
 
 def free_port() -> int:
@@ -412,6 +419,7 @@ class Bench:
         self.prism_skipped = ""
         self.corpus_note = ""
         self.after_load: dict[str, float] = {}
+        self.growth_rss: dict[str, float] = {}  # store -> MB of RSS (the server's, and Redis's) per 10,000 pets
 
     def start(self, name: str, command: list[str], port: int, env: dict[str, str] | None = None,
               cwd: Path = ROOT) -> Server:
@@ -559,6 +567,61 @@ class Bench:
             setup=lambda port: [post_json(port, "/pets", {"name": f"pet-{n:03d}", "kind": "dog"})
                                 for n in range(200)])
 
+    def load_growth(self) -> None:
+        """Issue 35's growth table: one session of the pets description creates pets one after the other, timed
+        at GROWTH_AT items (a window of GROWTH_WINDOW creates each; filled by GROWTH_FILLERS connections between
+        the windows), on the memory store and on a real Redis (one process each), with the server's RSS at each
+        size: a write should cost the same at 100,000 items as at 100."""
+        pets = ROOT / "tests" / "data" / "pets"
+        flags = ["--spec", str(pets / "openapi.yaml"), "--fixtures", str(pets / "fixtures"), "--log-level",
+                 "warning", "--max-items", str(max(GROWTH_AT) + GROWTH_WINDOW)]
+        self._growth("memory", default_command(*flags), None)
+        if shutil.which("redis-server") is None:
+            self.rows.append(Row("growth, Redis store", "growth-redis", "/pets", GROWTH_SESSION, 201,
+                                 note="redis-server is not installed"))
+            return
+        port = free_port()
+        redis = start_redis(port, self.workdir)
+        try:
+            self._growth("redis", default_command(*flags, "--state", f"redis://{HOST}:{port}/0?prefix=growth"),
+                         redis.pid)
+        finally:
+            redis.terminate()
+            redis.wait(timeout=10)
+
+    def _growth(self, store: str, make: Command, redis_pid: int | None) -> None:
+        port = free_port()
+        command = make(port)
+        log(f"growth, {store}: {' '.join(command)}")
+        server = self.start(f"growth, {store}", command, port)
+        held, rss = 3, {}  # the pets of the fixtures; RSS in MB at each size: the server's tree's, redis-server's
+        try:
+            server.wait_answer("/pets", {}, want_200=True, timeout=60)
+            for at in GROWTH_AT:
+                fill(port, at - held)
+                rss[at] = [sum(vm_rss_kb(pid) for pid in tree(server.proc.pid)) / 1024,
+                           vm_rss_kb(redis_pid) / 1024 if redis_pid else 0.0]
+                log(f"  {at:,} pets: RSS {rss[at][0]:.0f} MB" + (f", redis-server {rss[at][1]:.0f} MB"
+                                                                 if redis_pid else ""))
+                pids = tree(server.proc.pid) + ([redis_pid] if redis_pid else [])
+                started, busy, own, mine = time.monotonic(), busy_ticks(), process_ticks(pids), own_ticks()
+                taken = timed_creates(port, GROWTH_WINDOW)
+                others = busy_ticks() - busy - (process_ticks(pids) - own) - (own_ticks() - mine)
+                held = at + GROWTH_WINDOW
+                self.rows.append(Row(
+                    f"create at {at:,} pets, one session, {store} store", f"growth-{store}", "/pets",
+                    GROWTH_SESSION, 201, status=201, requests=len(taken), p50_ms=round(statistics.median(taken), 2),
+                    p99_ms=round(statistics.quantiles(taken, n=100)[98], 2),
+                    other_cpu=round(max(0.0, others / TICK / (time.monotonic() - started)), 2),
+                    note=f"RSS {rss[at][0]:.0f} MB" + (f" + redis-server {rss[at][1]:.0f} MB" if redis_pid else "")))
+            low, high = GROWTH_AT[0], GROWTH_AT[1]
+            self.growth_rss[store] = round((sum(rss[high]) - sum(rss[low])) * 10_000 / (high - low), 1)
+        except ServerError as exc:
+            self.rows.append(Row(f"growth, {store} store", f"growth-{store}", "/pets", GROWTH_SESSION, 201,
+                                 note=f"server did not start: {exc}"))
+        finally:
+            self.finish(server)
+
     def load_gunicorn_mock(self) -> None:
         """The mock as it served before issue 15 (gunicorn, its default 1 worker x 8 threads), from git."""
         old = self.workdir / "gunicorn-mock"
@@ -678,10 +741,8 @@ class Bench:
 def redis_server(folder: Path) -> Iterator[int]:
     """A private redis-server on a free loopback port, without persistence; its port."""
     port = free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                              "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    redis = start_redis(port, folder)
     try:
-        time.sleep(0.5)
         yield port
     finally:
         redis.terminate()
@@ -817,6 +878,47 @@ def post_json(port: int, path: str, payload: Any) -> int:
     return status
 
 
+def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    """A redis-server on loopback without persistence, for the Redis rows; the caller stops it."""
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                              "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return redis
+
+
+def fill(port: int, creates: int) -> None:
+    """`creates` pets created in the growth session, over GROWTH_FILLERS connections at once."""
+    def create(n: int) -> None:
+        connection = http.client.HTTPConnection(HOST, port, timeout=30)
+        for _ in range(n):
+            connection.request("POST", "/pets", b'{"name":"grown","kind":"dog"}', GROWTH_SESSION)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 201:
+                raise ServerError(f"a create was answered {response.status}")
+        connection.close()
+
+    with ThreadPoolExecutor(GROWTH_FILLERS) as pool:
+        shares = [creates // GROWTH_FILLERS + (i < creates % GROWTH_FILLERS) for i in range(GROWTH_FILLERS)]
+        list(pool.map(create, shares))
+
+
+def timed_creates(port: int, creates: int) -> list[float]:
+    """Milliseconds each of `creates` pets took to create, one after the other on one connection."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    taken = []
+    for _ in range(creates):
+        began = time.perf_counter()
+        connection.request("POST", "/pets", b'{"name":"timed","kind":"cat"}', GROWTH_SESSION)
+        response = connection.getresponse()
+        response.read()
+        taken.append((time.perf_counter() - began) * 1000)
+        if response.status != 201:
+            raise ServerError(f"a create was answered {response.status}")
+    connection.close()
+    return taken
+
+
 def set_scenario(port: int, scenario: dict[str, Any]) -> None:
     connection = http.client.HTTPConnection(HOST, port, timeout=10)
     connection.request("POST", "/__mock/scenarios", json.dumps(scenario), {"Content-Type": "application/json"})
@@ -866,7 +968,8 @@ def ceilings(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.server in ("flask_app-granian", "wsgi_app-granian", "rsgi_app-granian")]
 
 
-def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
+def targets(rows: list[Row], startups: list[Startup], growth_rss: dict[str, float] | None = None
+            ) -> list[dict[str, str]]:
     """Issues 14 and 15's targets: each met, MISSED or not measured, with the figures; "(disturbed)" when other
     processes
     took more than BUSY_WARNING cores during a figure it rests on."""
@@ -921,6 +1024,17 @@ def targets(rows: list[Row], startups: list[Startup]) -> list[dict[str, str]]:
                     f"{mixed.rps:,.0f} req/s, p99 {mixed.p99_ms:.2f} ms", [mixed])
     ratio("stateful: a written collection's list >= 0.8x the same list without writes",
           best(rows, "pets-stateful", "/pets"), best(rows, "pets-stateless", "/pets"), 0.8)
+    for store in ("memory", "redis"):
+        low, high = (next((r for r in rows if r.server == f"growth-{store}" and r.p50_ms
+                           and r.name.startswith(f"create at {at:,} ")), None) for at in (GROWTH_AT[0], GROWTH_AT[-1]))
+        name = f"create p50 at {GROWTH_AT[-1]:,} pets <= 1.5x at {GROWTH_AT[0]:,} ({store} store)"
+        if low is None or high is None or not low.p50_ms or not high.p50_ms:
+            verdict(name, None, "no figure", [])
+        else:
+            verdict(name, high.p50_ms <= 1.5 * low.p50_ms,
+                    f"{high.p50_ms / low.p50_ms:.2f}x ({high.p50_ms} vs {low.p50_ms} ms)", [low, high])
+    for store, mb in (growth_rss or {}).items():
+        verdict(f"RSS per 10,000 stored pets < 50 MB ({store} store)", mb < 50, f"{mb} MB", [])
     stalled = next((r for r in rows if r.server == "mock-slow-clients"), None)
     if stalled is None or stalled.p99_ms is None:
         verdict(f"a normal request < 50 ms with {STALLED} stalled connections", None,
@@ -1041,7 +1155,7 @@ def main() -> int:
         finally:
             bench.stop_all()
     add_ratios(bench.rows)
-    goals = targets(bench.rows, bench.startups)
+    goals = targets(bench.rows, bench.startups, bench.growth_rss)
     info["loadavg_at_end"] = loadavg()
     info["date"] = began.isoformat(timespec="seconds")
     info["duration_s"] = round((datetime.now(UTC) - began).total_seconds(), 1)
@@ -1057,11 +1171,12 @@ def main() -> int:
               "groups": chosen, "prism": {"version": PRISM_VERSION, "skipped": bench.prism_skipped or None},
               "corpus_note": bench.corpus_note or None,
               "load": [asdict(r) for r in bench.rows], "startup": [asdict(s) for s in bench.startups],
-              "peak_rss_after_load_mb": bench.after_load,
+              "peak_rss_after_load_mb": bench.after_load, "growth_rss_per_10000_pets_mb": bench.growth_rss,
               "targets": goals}
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2) + "\n"
-    stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}.json"
+    partial = "" if len(chosen) == len(GROUPS) else "-" + "-".join(chosen)
+    stamped = RESULTS / f"{began.strftime('%Y%m%dT%H%M%SZ')}{partial}.json"
     stamped.write_text(text)
     if len(chosen) == len(GROUPS):
         (RESULTS / "latest.json").write_text(text)
@@ -1082,7 +1197,8 @@ def _baselines(bench: Bench) -> None:
 # the groups of rows, in the order a whole run measures them (`--only` picks some)
 GROUPS: dict[str, Callable[[Bench], None]] = {
     "mock": Bench.load_mock, "default": Bench.load_default, "redis": Bench.load_redis,
-    "stateful": Bench.load_stateful, "mixed": Bench.load_mixed, "gunicorn": Bench.load_gunicorn_mock,
+    "stateful": Bench.load_stateful, "growth": Bench.load_growth, "mixed": Bench.load_mixed,
+    "gunicorn": Bench.load_gunicorn_mock,
     "baselines": _baselines, "prism": Bench.load_prism, "slow-clients": Bench.slow_clients,
     "startup": Bench.startups_all,
 }

@@ -402,7 +402,8 @@ class Answers:
         for collection, filters, rule in fixture.requires:
             tests = [t for t in (f.bind(ctx) for f in filters) if t is not None]
             live = self.live.get(collection.name)
-            items = live.view(self.store, ctx.session).items.values() if live else collection.items
+            items = (item for item, _ in live.pairs(live.view(self.store, ctx.session), ctx, filters)) if live \
+                else collection.items
             if not any(all(t(item) for t in tests) for item in items):
                 shown = ", ".join(f"{k}={v!r}" for k, v in ctx.request.path.items())
                 rule.raise_for(ctx, f"not found: {shown}" if shown else "not found")
@@ -486,7 +487,7 @@ class Answers:
                           origin=fixture.origin)
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
-        pairs = live.view(self.store, ctx.session).pairs() if live else None
+        pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
         return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:

@@ -83,6 +83,23 @@ def _absent_last(get: Callable[[dict[str, Any]], Any], key: Callable[[Any], Any]
     return sort_key
 
 
+class _Descending:
+    """A value that sorts the other way round."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and bool(self.value == other.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class ListQuery:
     def __init__(self, operation_id: str, config: dict[str, Any], collection: Collection, sealer: CursorSealer,
                  limit_default: int | None) -> None:
@@ -102,6 +119,7 @@ class ListQuery:
         self.version_field = field_getter(latest["version"]["field"]) if latest else None
         self.prefer = Filter(latest["prefer"]) if latest and "prefer" in latest else None
         self.order: list[dict[str, Any]] = config.get("order", [])
+        self.order_key = self.key_of_order(self.order)
         ordered = self.order_items(collection.items, self.order)
         served = [collection.public(item) for item in ordered]
         self.entries = [Entry(rank, item, public, to_json(public))
@@ -128,6 +146,24 @@ class ListQuery:
                 ordered.sort(key=key)
         return ordered
 
+    @staticmethod
+    def key_of_order(order: list[dict[str, Any]]) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+        """A sort key giving the operation's order (as `order_items` sorts; None: no order), for the index a
+        written collection places a created item by, with a bisection instead of a sort."""
+        if not order:
+            return None
+        rules = [(_absent_last(field_getter(rule["by"]), version_key(rule.get("type"))), bool(rule.get("desc")))
+                 for rule in order]
+
+        def key(item: dict[str, Any]) -> tuple[Any, ...]:
+            found: list[Any] = []
+            for part, desc in rules:
+                present, value = part(item)
+                found += [not present, _Descending(value)] if desc else [present, value]  # desc: absent last
+            return tuple(found)
+
+        return key
+
     def select(self, ctx: Context, key: str, source: Source | None = None) -> list[Entry]:
         """The items this request lists, in order, before paging. The data does not change while it is served
         (a written collection's `source` names its version), so the answer for the same request values and
@@ -139,7 +175,8 @@ class ListQuery:
 
     def _select(self, ctx: Context, entries: list[Entry]) -> list[Entry]:
         tests = [t for t in (f.bind(ctx) for f in self.where) if t is not None]
-        entries = [e for e in entries if all(t(e.item) for t in tests)]
+        if tests:  # else the list itself: no copy of every entry per version of a written collection
+            entries = [e for e in entries if all(t(e.item) for t in tests)]
         if self.group_by is not None:
             entries = self._latest(entries, ctx)
         tests = [t for t in (f.bind(ctx) for f in self.filters) if t is not None]

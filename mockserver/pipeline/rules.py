@@ -177,6 +177,10 @@ class Filter:
         self.when = compile_condition(spec["when"]) if "when" in spec else None
         self.present = spec.get("present")
         self.compare = None if "present" in spec else _comparison(spec)
+        # a field this filter fixes to one value (`equals`, case kept, always in force): a written collection finds
+        # the item by its key instead of testing every item
+        self.pins: tuple[str, Callable[[Context], Any]] | None = (spec["field"], compile_value(spec["equals"])) \
+            if "equals" in spec and "when" not in spec and not spec.get("ignoreCase") else None
 
     def bind(self, ctx: Context) -> ItemTest | None:
         """A test for items under this request, or None when the filter does not apply to it."""

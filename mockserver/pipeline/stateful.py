@@ -17,8 +17,9 @@ import copy
 import json
 import logging
 import random
+import threading
 import uuid
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ from ..spec.index import Operation
 from ..spec.schema_walk import SchemaWalk, below
 from ..spec.schemas import instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
-from ..state import Rows, RowsUpdate, Store
+from ..state import UNKNOWN, Rows, RowsUpdate, Store
 from .generation import SchemaGenerator
 from .query import Entry, ListQuery, Source, not_found, singular, to_json
 from .response_validation import ContractViolation
@@ -47,7 +48,6 @@ GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one 
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
 VIEWS_CACHE_SIZE = 1024  # scopes whose view of a collection is cached; beyond, they are built again
 _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
-_NOT_KNOWN = ""  # no version of the store's is ever "": asks for the rows whatever they are
 
 Schema = tuple[Any, str]  # a schema node and its URI
 
@@ -84,21 +84,27 @@ def merge_patch(target: Any, patch: Any) -> Any:
 @dataclass
 class View:
     """A collection as one scope sees it now: stored items by key (fixture order, then creation order), their
-    served form, and each list's entries in rank order."""
+    served form, and each list's entries in rank order (the index pages are cut from). A written view changes in
+    place, under its collection's lock, by what each write changed (`LiveCollection._apply`): a write and the read
+    after it cost what changed, not the collection's size."""
 
     version: str | None
-    rows: Mapping[str, dict[str, Any]]
+    rows: dict[str, dict[str, Any]]
     items: dict[str, dict[str, Any]]
     served: dict[str, dict[str, Any]]
     entries: dict[str, list[Entry]]
     made: dict[str, Entry] = field(default_factory=dict)  # written items, served and serialised (rank unset)
+    counters: dict[str, int] = field(default_factory=dict)  # see `Rows.counters`
+    # per list with an order: (the order's key, rank) of every item, sorted: where a created item is placed
+    order: dict[str, list[tuple[Any, list[int]]]] = field(default_factory=dict)
+    seq: int = 0  # the creation number the next created item takes
 
     def pairs(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        return ((item, self.served[key]) for key, item in self.items.items())
-
-    def find(self, ctx: Context, where: list[Filter]) -> str | None:
-        tests = [t for t in (f.bind(ctx) for f in where) if t is not None]
-        return next((key for key, item in self.items.items() if all(t(item) for t in tests)), None)
+        """(stored, served) of every item (one another thread's write removes meanwhile is left out)."""
+        served = self.served
+        for key, item in list(self.items.items()):
+            if (public := served.get(key)) is not None:
+                yield item, public
 
 
 _GENERATED = object()  # a missing property's value is generated from the reads' schema
@@ -131,8 +137,11 @@ class LiveCollection:
     _completer: Completer | None = None
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
-    _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
+    _base_entries: dict[str, dict[str, Entry]] = field(default_factory=dict)  # per list: key -> fixture entry
     _views: BoundedCache[str | None, View] = field(default_factory=lambda: BoundedCache(VIEWS_CACHE_SIZE))
+    # held by a write from its first look at the view to its last change of it, and by a read changing a view:
+    # a write never sees a view move under it, and a view changes by one write at a time
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property
     def name(self) -> str:
@@ -179,10 +188,9 @@ class LiveCollection:
         served = {key: self.collection.public(item) for key, item in items.items()}
         entries = {op_id: [Entry([e.rank * GAP], e.item, e.public, e.json) for e in query.entries]
                    for op_id, query in self.lists.items()}
-        self._base = View(None, {}, items, served, entries)
+        self._base = View(None, {}, items, served, entries, order=self._order(entries))
         self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
-        self._base_ranks = {op_id: {key: e.rank for key, e in zip(self._base_keys[op_id], entries[op_id])}
-                            for op_id in entries}
+        self._base_entries = {op_id: dict(zip(self._base_keys[op_id], entries[op_id])) for op_id in entries}
 
     @staticmethod
     def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
@@ -197,89 +205,176 @@ class LiveCollection:
     def base_row(self, key: str) -> dict[str, Any]:
         """The row a fixture item's first write starts from: its ranks in every list."""
         assert self._base is not None
-        return {"seq": -1, "ranks": {op_id: ranks[key] for op_id, ranks in self._base_ranks.items()}}
+        return {"seq": -1, "ranks": {op_id: found[key].rank for op_id, found in self._base_entries.items()}}
 
     def _rank(self, view: View, op_id: str, key: str) -> list[int]:
         """Where an item of the view stands in a list."""
         row = view.rows.get(key)
-        if row is None:
-            return self._base_ranks[op_id][key]
-        return row["ranks"].get(op_id) or [1 << 62, row["seq"]]  # a list added since the write: at the end
-
-    def written(self, scope: str | None, view: View, updates: Mapping[str, dict[str, Any] | None],
-                rows: Rows) -> None:
-        """Cache the view after a write, made from the one the write started from: only the items it changed
-        are served and placed again, so a write costs no full rebuild."""
-        items, served, made = dict(view.items), dict(view.served), dict(view.made)
-        entries = {op_id: list(es) for op_id, es in view.entries.items()}
-        for key, row in updates.items():
-            if key in items:
-                for op_id, es in entries.items():
-                    at = bisect_left(es, self._rank(view, op_id, key), key=lambda e: e.rank)
-                    del es[at]
-            if row is None or row.get("gone"):
-                for part in (items, served, made):
-                    part.pop(key, None)
-                continue
-            public = self.serve(row["item"])
-            made[key] = entry = Entry(None, row["item"], public, to_json(public))
-            items[key], served[key] = row["item"], public
-            for op_id, es in entries.items():
-                insort(es, entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]),
-                       key=lambda e: e.rank)
-        self._views.put(scope, View(rows.version, rows.rows, items, served, entries, made))
+        return self._base_entries[op_id][key].rank if row is None else _row_rank(row, op_id)
 
     # -- reading ---------------------------------------------------------------------------------------------
     def view(self, store: Store, scope: str | None) -> View:
+        """The scope's view now: one look-up in the store while nothing changed, else what changed applied."""
+        for _ in range(3):  # another thread may move the view between the look-up and the change: ask again
+            cached = self._views.get(scope)
+            rows = store.live(scope, self.name, cached.version if cached else UNKNOWN)
+            if rows is None:
+                assert cached is not None
+                return cached
+            with self.lock:
+                view = self.advance(scope, rows)
+            if view is not None:
+                return view
+        rows = store.live(scope, self.name, UNKNOWN) or Rows()
+        with self.lock:
+            view = self.advance(scope, rows)
+        assert view is not None, "all the rows apply to any view"
+        return view
+
+    def held(self, store: Store, scope: str | None) -> View:
+        """The view a write starts from (under `lock`): the one cached, without asking the store (the write itself
+        finds out whether another process wrote since), else read now."""
         cached = self._views.get(scope)
-        rows = store.live(scope, self.name, cached.version if cached else _NOT_KNOWN)
-        if rows is None:
-            assert cached is not None
-            return cached
-        return self.current(scope, rows)
+        return cached if cached is not None else self.view(store, scope)
 
     def source(self, store: Store, scope: str | None, op_id: str) -> Source:
         view = self.view(store, scope)
         return Source(scope or "", f"{scope or ''}|{view.version}", view.entries[op_id])
 
-    def current(self, scope: str | None, rows: Rows) -> View:
-        """The view of these rows: the one cached for the scope when it is of their version (a write right after
-        a read builds nothing)."""
+    def advance(self, scope: str | None, rows: Rows) -> View | None:
+        """The scope's view brought to `rows` (under `lock`): what changed applied in place when the view is of
+        the version they change (`Rows.since`), all of them built afresh; None when they change another version."""
         cached = self._views.get(scope)
         if cached is not None and cached.version == rows.version:
             return cached
-        return self._views.put(scope, self.build(rows, cached))
+        if rows.since is None:
+            return self._views.put(scope, self.build(rows))
+        if cached is None or cached.version != rows.since:
+            return None
+        if cached is self._base:  # the fixtures' own view is every scope's start: changed only in a copy
+            cached = self._views.put(scope, View(None, {}, dict(cached.items), dict(cached.served),
+                                                 {op_id: list(es) for op_id, es in cached.entries.items()},
+                                                 order={op_id: list(ix) for op_id, ix in cached.order.items()}))
+        self._apply(cached, rows)
+        return cached
 
-    def build(self, rows: Rows, previous: View | None = None) -> View:
-        """The view of the rows; an item written the same in `previous` keeps its served form and JSON."""
+    def _apply(self, view: View, rows: Rows) -> None:
+        """What changed since the view's version, in place: each changed item out of every list and back in at its
+        rank (a bisection); new items after the rest, in the order they were created."""
+        changes = rows.rows
+        fresh = sorted((k for k, row in changes.items() if row is not None and k not in view.rows
+                        and k not in view.items), key=lambda k: changes[k]["seq"])  # type: ignore[index]
+        for key in [*(k for k in changes if k not in fresh), *fresh]:
+            self._place(view, key, changes[key])
+        view.counters.update(rows.counters)
+        view.version = rows.version
+
+    def _place(self, view: View, key: str, row: dict[str, Any] | None) -> None:
+        """One item of the view as its row (None: no row, the fixture's item if there is one) says now."""
+        old = view.items.get(key)
+        if old is not None:
+            for op_id, es in view.entries.items():
+                rank = self._rank(view, op_id, key)
+                at = bisect_left(es, rank, key=_rank_of)
+                if at < len(es) and es[at].rank == rank:
+                    del es[at]
+                if (index := view.order.get(op_id)) is not None:
+                    pair = (self._order_key(op_id)(old), rank)
+                    at = bisect_left(index, pair)
+                    if at < len(index) and index[at] == pair:
+                        del index[at]
+        base = self._base
+        assert base is not None
+        entry: Entry | None = None
+        if row is None:
+            view.rows.pop(key, None)
+            view.made.pop(key, None)
+            if key in base.items:
+                view.items[key], view.served[key] = base.items[key], base.served[key]
+                for op_id in view.entries:
+                    self._insert(view, op_id, self._base_entries[op_id][key])
+                return
+        else:
+            view.rows[key] = row
+            view.seq = max(view.seq, row.get("seq", -1) + 1)
+            if not row.get("gone"):
+                entry = self._entry(key, row["item"])
+        if entry is None:
+            for part in (view.items, view.served, view.made):
+                part.pop(key, None)
+            return
+        assert row is not None
+        view.items[key], view.served[key], view.made[key] = row["item"], entry.public, entry
+        for op_id in view.entries:
+            self._insert(view, op_id, entry._replace(rank=_row_rank(row, op_id)))
+
+    def _insert(self, view: View, op_id: str, entry: Entry) -> None:
+        insort(view.entries[op_id], entry, key=_rank_of)
+        if (index := view.order.get(op_id)) is not None:
+            insort(index, (self._order_key(op_id)(entry.item), entry.rank))
+
+    def _order_key(self, op_id: str) -> Callable[[dict[str, Any]], Any]:
+        key = self.lists[op_id].order_key
+        assert key is not None, "only a list with an order has an order index"
+        return key
+
+    def _order(self, entries: dict[str, list[Entry]]) -> dict[str, list[tuple[Any, list[int]]]]:
+        """The order index of each list with an order (see `View.order`)."""
+        return {op_id: sorted((key(e.item), e.rank) for e in es) for op_id, es in entries.items()
+                if (key := self.lists[op_id].order_key) is not None}
+
+    def build(self, rows: Rows) -> View:
+        """The view of all the rows (a scope read for the first time, or after a reset)."""
         base = self._base
         assert base is not None, "prepare() first"
         if rows.version is None:
             return base
         items, served = dict(base.items), dict(base.served)
-        written = {key: row for key, row in rows.rows.items() if key in items}
-        written.update(sorted(((k, r) for k, r in rows.rows.items() if k not in items), key=lambda kr: kr[1]["seq"]))
+        stored = {key: row for key, row in rows.rows.items() if row is not None}
+        written = {key: row for key, row in stored.items() if key in items}
+        written.update(sorted(((k, r) for k, r in stored.items() if k not in items), key=lambda kr: kr[1]["seq"]))
         made: dict[str, Entry] = {}
         for key, row in written.items():
-            before = previous.rows.get(key) if previous is not None else None
-            if before is not None and (before is row or before == row) and key in previous.made:  # type: ignore[union-attr]
-                made[key] = previous.made[key]  # type: ignore[union-attr]
-            elif not row.get("gone") and (entry := self._entry(key, row["item"])) is not None:
+            if not row.get("gone") and (entry := self._entry(key, row["item"])) is not None:
                 made[key] = entry
-            if key not in made:
+                items[key], served[key] = row["item"], entry.public
+            else:
                 items.pop(key, None)
                 served.pop(key, None)
-                continue
-            items[key], served[key] = row["item"], made[key].public
         entries: dict[str, list[Entry]] = {}
         for op_id, base_entries in base.entries.items():
             kept = [e for e, key in zip(base_entries, self._base_keys[op_id]) if key not in written]
-            for key, entry in made.items():
-                row = written[key]
-                kept.append(entry._replace(rank=row["ranks"].get(op_id) or [1 << 62, row["seq"]]))
-            kept.sort(key=lambda e: e.rank)
+            kept += [entry._replace(rank=_row_rank(written[key], op_id)) for key, entry in made.items()]
+            kept.sort(key=_rank_of)
             entries[op_id] = kept
-        return View(rows.version, rows.rows, items, served, entries, made)
+        seq = max((row.get("seq", -1) for row in stored.values()), default=-1) + 1
+        return View(rows.version, stored, items, served, entries, made, dict(rows.counters), self._order(entries), seq)
+
+    def locate(self, view: View, ctx: Context, where: list[Filter]) -> list[str]:
+        """The keys of the items `where` may pick, in the view's order: the one item its filters pin by the
+        collection's key (a look-up), else all of them (a scan)."""
+        pinned = {f.pins[0]: f.pins[1](ctx) for f in where if f.pins is not None}
+        wanted = [pinned.get(name, _UNPINNED) for name in self.collection.key]
+        if all(type(value) in (str, int) for value in wanted):  # equal only to a value of the same JSON
+            key = json.dumps(wanted, separators=(",", ":"))
+            return [key] if key in view.items else []
+        return list(view.items)
+
+    def find(self, view: View, ctx: Context, where: list[Filter]) -> str | None:
+        """The key of the first item `where` picks (None: none)."""
+        tests = [t for t in (f.bind(ctx) for f in where) if t is not None]
+        items = view.items
+        return next((key for key in self.locate(view, ctx, where) if all(t(items[key]) for t in tests)), None)
+
+    def pairs(self, view: View, ctx: Context, where: list[Filter]
+              ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """(stored, served) of the items `where` may pick, for a read that tests them itself (one another thread
+        removes meanwhile is left out)."""
+        items, served = view.items, view.served
+        for key in self.locate(view, ctx, where):
+            item, public = items.get(key), served.get(key)
+            if item is not None and public is not None:
+                yield item, public
 
     def _entry(self, key: str, item: dict[str, Any]) -> Entry | None:
         """A stored item as served, with its JSON; None for one JSON cannot carry (written by an older mock, or
@@ -334,17 +429,19 @@ class LiveCollection:
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
 
     def rank_in(self, op_id: str, view: View, item: dict[str, Any]) -> list[int]:
-        """The rank a new item takes in a list: right after the item the list's order puts before it."""
-        entries = view.entries[op_id]
-        ordered = ListQuery.order_items([e.item for e in entries] + [item], self.lists[op_id].order)
-        at = next(i for i, it in enumerate(ordered) if it is item)
+        """The rank a new item takes in a list: right after the item the list's order puts before it (found in
+        the view's order index by a bisection; an item updated since keeps its rank but is there by its values)."""
+        entries, index, key = view.entries[op_id], view.order.get(op_id), self.lists[op_id].order_key
+        if index is None or key is None:  # no order: at the end
+            return rank_between(entries[-1].rank if entries else None, None)
+        at = bisect_right(index, key(item), key=_first)
         if at == 0:
             return rank_between(None, entries[0].rank if entries else None)
-        position = {id(e.item): i for i, e in enumerate(entries)}[id(ordered[at - 1])]
-        after = entries[position + 1].rank if position + 1 < len(entries) else None
-        return rank_between(entries[position].rank, after)
+        before = index[at - 1][1]
+        after = bisect_right(entries, before, key=_rank_of)
+        return rank_between(before, entries[after].rank if after < len(entries) else None)
 
-    def filled(self, item: dict[str, Any], view: View, generator: SchemaGenerator, *,
+    def filled(self, item: dict[str, Any], generator: SchemaGenerator, *,
                keep: dict[str, Any] | None = None, counters: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
         from) where it has them, else new ones (a create: any sent are overwritten; a sequence goes on from
@@ -360,7 +457,7 @@ class LiveCollection:
                 else:
                     result.pop(fill.name, None)
             return result
-        made = {fill.name: _fill_value(fill, view, generator, counters or {}) for fill in self.fills
+        made = {fill.name: _fill_value(fill, generator, counters or {}) for fill in self.fills
                 if not ((fill.name in self.collection.key or fill.kind == "missing") and item.get(fill.name)
                         is not None and fill.schema[0].get("readOnly") is not True)}  # as the client chose
         return {**made, **{k: v for k, v in item.items() if k not in made}}  # the mock's own fields first
@@ -370,6 +467,22 @@ class LiveCollection:
         highest handed out so far, so no later create is given it again, even once this item is deleted."""
         return {fill.name: value for fill in self.fills if fill.kind == "sequence"
                 and _is_int(value := item.get(fill.name)) and value > counters.get(fill.name, 0)}
+
+
+def _row_rank(row: dict[str, Any], op_id: str) -> list[int]:
+    """A written item's rank in a list; in a list added since it was written: at the end, in creation order."""
+    return row["ranks"].get(op_id) or [1 << 62, row["seq"]]
+
+
+def _rank_of(entry: Entry) -> Any:
+    return entry.rank
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+_UNPINNED = object()  # `locate`: a key field no filter pins
 
 
 def _fill_kind(schema: dict[str, Any]) -> str:
@@ -420,10 +533,10 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _fill_value(fill: _Fill, view: View, generator: SchemaGenerator, counters: Mapping[str, int]) -> Any:
-    if fill.kind == "sequence":  # past every number the fixtures, the items and the writes of the scope hold
-        used = (v.get(fill.name) for v in view.items.values())
-        return max([fill.floor, counters.get(fill.name, 0), *(v for v in used if _is_int(v))]) + 1
+def _fill_value(fill: _Fill, generator: SchemaGenerator, counters: Mapping[str, int]) -> Any:
+    if fill.kind == "sequence":  # past every number the fixtures hold and the scope's writes handed out (a
+        # written item's number is counted when it is created, and an update keeps it): no scan of the items
+        return max(fill.floor, counters.get(fill.name, 0)) + 1
     if fill.kind == "missing" and fill.default is not _GENERATED:
         return copy.deepcopy(fill.default)  # the write body's default (or null), as the server applies it
     return _made(fill.kind, fill.schema, generator)
@@ -594,21 +707,19 @@ class Write:
         if batch and not body:
             return ([] if answers else None), {}  # an empty array creates nothing
         kept: list[tuple[str, dict[str, Any]]] = []
-        attempt: list[tuple[View, RowsUpdate]] = []  # the last one is what was written
 
         def change(rows: Rows) -> RowsUpdate:
-            view = live.current(ctx.session, rows)
-            update = decide(rows, view)
-            attempt[:] = [(view, update)]
-            return update
+            view = live.advance(ctx.session, rows)
+            assert view is not None, "the store answers what changed since the version the view holds"
+            return decide(view)
 
-        def create(rows: Rows, view: View, seq: int) -> RowsUpdate:
+        def create(view: View) -> RowsUpdate:
             """Each item of the body (one, or those of an array, in its order) created: all or none."""
             made: dict[str, dict[str, Any]] = {}
-            counters = dict(rows.counters)
+            counters = dict(view.counters)
             kept.clear()
             for i, sent in enumerate(body if batch else [body]):
-                item = live.complete(live.filled(sent, view, self.generator, counters=counters), self.body)
+                item = live.complete(live.filled(sent, self.generator, counters=counters), self.body)
                 key = live.key_of(item)
                 if key in view.items or key in made:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
@@ -624,31 +735,30 @@ class Write:
                 counters.update(live.counted(item, counters))
                 # items of one array that land at one place keep the array's order
                 ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
-                made[key] = {"item": item, "seq": seq + i, "ranks": ranks}
-            return RowsUpdate(made, {k: v for k, v in counters.items() if v != rows.counters.get(k)})
+                made[key] = {"item": item, "seq": view.seq + i, "ranks": ranks}
+            return RowsUpdate(made, {k: v for k, v in counters.items() if v != view.counters.get(k)})
 
-        def decide(rows: Rows, view: View) -> RowsUpdate:
-            seq = max((r.get("seq", -1) for r in rows.rows.values()), default=-1) + 1
+        def decide(view: View) -> RowsUpdate:
             if self.kind == "create":
-                return create(rows, view, seq)
-            found = view.find(ctx, self.where)
+                return create(view)
+            found = live.find(view, ctx, self.where)
             if found is None:
                 raise not_found(live.collection, ctx)
             old = view.items[found]
-            kept.append((found, old))
+            kept[:] = [(found, old)]
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
             patch = {self.action: body} if isinstance(self.action, str) else \
                 {k: v for k, v in body.items() if k in live.fields} if self.action else body
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
-            item = live.complete(live.filled(new, view, self.generator, keep=old), self.body)
+            item = live.complete(live.filled(new, self.generator, keep=old), self.body)
             live.check(item, self.checks, body)
             kept[-1] = (found, item)
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
-        rows = store.change_live(ctx.session, live.name, change)
-        view, update = attempt[-1]
-        live.written(ctx.session, view, update.rows, rows)
+        with live.lock:  # the view holds still from the first look to the write's own change of it
+            known = live.held(store, ctx.session).version
+            live.advance(ctx.session, store.change_live(ctx.session, live.name, change, known))
         key, item = kept[-1]
         headers: dict[str, str] = {}
         if self.kind == "create" and not batch and response is not None and \

@@ -141,11 +141,16 @@ class Rows:
     objects to the store. `version` changes with every write (a fresh token, never reused, so a copy made from
     an earlier version is known stale even after a reset); None when nothing was written. `counters`: the
     highest number each of the collection's sequences handed out, which a delete never lowers (an id is never
-    given twice until the scope is reset)."""
+    given twice until the scope is reset).
+
+    `since` None: `rows` are all of them. Else `rows` are only those changed after version `since` (None: the
+    row was removed) and `counters` those that moved: a reader that holds `since` applies them and is current,
+    so a write and a read after one cost in proportion to what changed, not to the collection's size."""
 
     version: str | None = None
-    rows: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    rows: Mapping[str, dict[str, Any] | None] = field(default_factory=dict)
     counters: Mapping[str, int] = field(default_factory=dict)
+    since: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,16 @@ class RowsUpdate:
     counters: Mapping[str, int] = field(default_factory=dict)
 
 
-# `change(rows)` -> what to write; it may raise to refuse the write
+# `change(rows)` -> what to write; it may raise to refuse the write. `rows` are what changed since the version
+# the writer holds (`Rows.since`), or all of them when the store cannot tell.
 RowsChange = Callable[[Rows], RowsUpdate]
+UNKNOWN = ""  # no version of a store's is ever "": `live(..., UNKNOWN)` answers every row
+
+
+def version_token(epoch: str, number: int) -> str:
+    """A version: the scope's epoch (a fresh token each time its rows start from nothing: a reset never gives a
+    version again) and the number of writes since."""
+    return f"{epoch}.{number}"
 
 
 @dataclass(frozen=True)
@@ -275,12 +288,16 @@ class Store(ABC):
     @abstractmethod
     def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
         """The writes of a scope (a session; None: the whole mock's own) to a collection, or None when their
-        version is still `known`: a reader keeps what it built from them and pays one look-up per request."""
+        version is still `known`: a reader keeps what it built from them and pays one look-up per request. Rows
+        changed since `known` (`Rows.since`) where the store can tell, else all of them (`UNKNOWN`: always)."""
 
     @abstractmethod
-    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
-        """Apply `change` to the current rows atomically (every process sharing the store sees one order of
-        writes); an exception raised by `change` writes nothing."""
+    def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
+                    ) -> Rows:
+        """Apply `change` atomically (every process sharing the store sees one order of writes); an exception
+        raised by `change` writes nothing. `change` is given the rows changed since `known` (the version the
+        writer holds; it may be called again with later changes when another process wrote first). Answers
+        what the write changed, `since` the version `change` last saw: it touches only the rows it writes."""
 
     @abstractmethod
     def forget_live(self, scope: str | None) -> None:

@@ -16,6 +16,7 @@ from . import (
     COUNTED_KINDS,
     DRIFT_KINDS,
     INITIAL_STATE,
+    UNKNOWN,
     Book,
     BookChange,
     DriftCounts,
@@ -23,6 +24,7 @@ from . import (
     RowsChange,
     Store,
     Transition,
+    version_token,
 )
 from .records import Call, Entry
 
@@ -73,6 +75,46 @@ class _Drift:
                            {kind: (self.rows[kind], n) for kind, n in self.kinds.counts.items()})
 
 
+class _Written:
+    """One scope's writes to one collection: rows by key, and each key's last change, oldest first, so what
+    changed since a version is read from the newest end (a write costs what it changes, not the rows held)."""
+
+    def __init__(self) -> None:
+        self.epoch = uuid.uuid4().hex
+        self.number = 0
+        self.version = version_token(self.epoch, 0)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.counters: dict[str, int] = {}
+        self.changed: dict[str, int] = {}  # key -> number of the write that last changed it, in that order
+
+    def since(self, known: str | None) -> Rows:
+        """The rows changed since `known`, or all of them when `known` is not a version of these rows."""
+        if known == self.version:
+            return Rows(known, {}, {}, since=known)
+        epoch, _, number = (known or "").rpartition(".")
+        if epoch != self.epoch or not number.isdigit() or int(number) > self.number:
+            return Rows(self.version, dict(self.rows), dict(self.counters))
+        after, changed = int(number), []
+        for key in reversed(self.changed):
+            if self.changed[key] <= after:
+                break
+            changed.append(key)
+        return Rows(self.version, {key: self.rows.get(key) for key in reversed(changed)}, dict(self.counters),
+                    since=known)
+
+    def write(self, rows: Mapping[str, dict[str, Any] | None], counters: Mapping[str, int]) -> None:
+        self.number += 1
+        self.version = version_token(self.epoch, self.number)
+        for key, row in rows.items():
+            if row is None:
+                self.rows.pop(key, None)
+            else:
+                self.rows[key] = row
+            self.changed.pop(key, None)
+            self.changed[key] = self.number
+        self.counters.update(counters)
+
+
 class MemoryStore(Store):
     kind = "memory"
     shared = False
@@ -93,7 +135,7 @@ class MemoryStore(Store):
         self._seen: dict[str, float] = {}  # session -> last use (monotonic)
         self._next_sweep = time.monotonic() + min(_SWEEP_EVERY, session_ttl / 2)
         self._secret = secrets.token_hex(32)  # per process, kept across reloads
-        self._live: dict[tuple[str | None, str], Rows] = {}
+        self._live: dict[tuple[str | None, str], _Written] = {}
         self._drift = _Drift()
         self._outbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._outgoing: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -165,24 +207,24 @@ class MemoryStore(Store):
                 del self._states[key]
 
     def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
-        rows = self._live.get((scope, collection))
-        if (rows.version if rows else None) == known:
+        written = self._live.get((scope, collection))
+        if (written.version if written else None) == known:
             return None
-        return rows or Rows()
-
-    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
+        if written is None:
+            return Rows()
         with self._lock:
-            current = self._live.get((scope, collection)) or Rows()
+            return written.since(known)
+
+    def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
+                    ) -> Rows:
+        with self._lock:
+            written = self._live.get((scope, collection))
+            current = written.since(known) if written else Rows()
             update = change(current)
-            rows = dict(current.rows)
-            for key, row in update.rows.items():
-                if row is None:
-                    rows.pop(key, None)
-                else:
-                    rows[key] = row
-            counters = {**current.counters, **update.counters}
-            new = self._live[(scope, collection)] = Rows(uuid.uuid4().hex, rows, counters)
-            return new
+            if written is None:
+                written = self._live[(scope, collection)] = _Written()
+            written.write(update.rows, update.counters)
+            return Rows(written.version, dict(update.rows), dict(update.counters), since=current.version)
 
     def forget_live(self, scope: str | None) -> None:
         with self._lock:

@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -43,6 +44,7 @@ from . import (
     DRIFT_KINDS,
     INITIAL_STATE,
     STATE_TIMEOUT,
+    UNKNOWN,
     Book,
     BookChange,
     DriftCounts,
@@ -137,6 +139,61 @@ end
 return 1
 """
 
+# a scope's writes to a collection (stateful mode) are three keys: a hash (KEYS[1]: `r:<key>` a row as JSON, `~v`
+# the version `<epoch>.<n>`, `~e` the epoch, `~n` the writes so far), a sorted set of item keys by the number of
+# the write that last changed them (KEYS[2]), and a hash of counters (KEYS[3]).
+# _LIVE: what changed since version ARGV[1] (epoch ARGV[2], number ARGV[3]): {''} nothing written; {version} no
+# change; {version, 'delta', counters, keys, rows} the rows changed since (false: removed); else {version, 'full',
+# counters, the hash}. A reader pays for what changed, not for the collection.
+_LIVE = """
+local v = redis.call('HGET', KEYS[1], '~v')
+if not v then return {''} end
+if v == ARGV[1] then return {v} end
+local counters = redis.call('HGETALL', KEYS[3])
+if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], '~e') == ARGV[2] then
+  local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ARGV[3], '+inf', 'LIMIT', 0, tonumber(ARGV[4]) + 1)
+  if #keys <= tonumber(ARGV[4]) then
+    local rows = {}
+    if #keys > 0 then
+      local fields = {}
+      for i, k in ipairs(keys) do fields[i] = 'r:' .. k end
+      rows = redis.call('HMGET', KEYS[1], unpack(fields))
+    end
+    return {v, 'delta', counters, keys, rows}
+  end
+end
+return {v, 'full', counters, redis.call('HGETALL', KEYS[1])}
+"""
+
+# _WRITE: one write, only if the version is still ARGV[1] ('' for nothing written): {1, new version}, else
+# {0, version now}. ARGV[2] is the epoch when the rows start from nothing, ARGV[3] the number of counters that
+# follow (name, value), then (item key, row) pairs, '' removing the row. It touches only the rows it writes.
+_WRITE = """
+local v = redis.call('HGET', KEYS[1], '~v') or ''
+if v ~= ARGV[1] then return {0, v} end
+local e = redis.call('HGET', KEYS[1], '~e')
+if not e then
+  e = ARGV[2]
+  redis.call('HSET', KEYS[1], '~e', e)
+end
+local n = redis.call('HINCRBY', KEYS[1], '~n', 1)
+local version = e .. '.' .. n
+redis.call('HSET', KEYS[1], '~v', version)
+local c = tonumber(ARGV[3])
+for i = 4, 3 + 2 * c, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+for i = 4 + 2 * c, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[1], 'r:' .. ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], 'r:' .. ARGV[i], ARGV[i + 1])
+  end
+  redis.call('ZADD', KEYS[2], n, ARGV[i])
+end
+redis.call('SADD', KEYS[4], KEYS[1], KEYS[2], KEYS[3])
+return {1, version}
+"""
+DELTA_LIMIT = 4000  # rows read as what changed; past it, all of them (a Lua call takes at most ~8,000 arguments)
+
 
 def _split_url(url: str) -> tuple[str, str, str]:
     """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
@@ -172,11 +229,16 @@ def _entry(stream_id: bytes, raw: bytes) -> Entry:
     return Entry(int(stream_id.split(b"-")[0]), **data)
 
 
-def _rows(raw: dict[bytes, bytes]) -> Rows:
-    if not raw:
-        return Rows()
-    return Rows(raw[b"~v"].decode(), {k.decode()[2:]: json.loads(v) for k, v in raw.items() if k.startswith(b"r:")},
-                {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"n:")})
+def _full(version: bytes, counters: list[bytes], raw: list[bytes]) -> Rows:
+    """All the rows of a scope's collection, from its hash's fields and values (`n:` counters: an earlier mock's)."""
+    fields = dict(zip(raw[::2], raw[1::2]))
+    older = {k.decode()[2:]: int(v) for k, v in fields.items() if k.startswith(b"n:")}
+    return Rows(version.decode(), {k.decode()[2:]: json.loads(v) for k, v in fields.items() if k.startswith(b"r:")},
+                {**older, **_counters(counters)})
+
+
+def _counters(raw: list[bytes]) -> dict[str, int]:
+    return {k.decode(): int(v) for k, v in zip(raw[::2], raw[1::2])}
 
 
 def _call_json(call: Call) -> str:
@@ -208,6 +270,8 @@ class RedisStore(Store):
             self._hit = self._redis.register_script(_HIT)
             self._append = self._redis.register_script(_APPEND)
             self._count_drift = self._redis.register_script(_DRIFT)
+            self._read_live = self._redis.register_script(_LIVE)
+            self._write_live = self._redis.register_script(_WRITE)
             self._book = self._read_book()
             self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
             self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
@@ -583,44 +647,51 @@ class RedisStore(Store):
     def clear_drift(self) -> None:
         self._guarded(lambda: self._redis.delete(self._k("drift"), self._k("drift-rows"), self._k("drift-totals")))
 
-    # a scope's writes to a collection: one hash (`~v` the version, `r:<key>` a row as JSON, `n:<name>` a
-    # counter); `live-keys` lists the hashes so a reset finds them without scanning the keyspace
-    def _live_key(self, scope: str | None, collection: str) -> str:
-        return self._k(f"live|{'~' if scope is None else scope}|{collection}")  # '~' is no session's name
+    def _live_keys(self, scope: str | None, collection: str) -> list[str]:
+        """The keys of a scope's writes to a collection (see _LIVE); '~' is no session's name."""
+        key = self._k(f"live|{'~' if scope is None else scope}|{collection}")
+        return [key, f"{key}|log", f"{key}|n"]
 
     def live(self, scope: str | None, collection: str, known: str | None) -> Rows | None:
-        key = self._live_key(scope, collection)
-        version = self._guarded(lambda: self._redis.hget(key, "~v"))
+        keys = self._live_keys(scope, collection)
+        version = self._guarded(lambda: self._redis.hget(keys[0], "~v"))  # what a read pays while nothing changed
         if (version.decode() if version else None) == known:
             return None
-        return _rows(self._guarded(lambda: self._redis.hgetall(key)))
+        return self._changed(keys, known)
 
-    def change_live(self, scope: str | None, collection: str, change: RowsChange) -> Rows:
-        key = self._live_key(scope, collection)
-        done: list[Rows] = []
+    def _changed(self, keys: list[str], known: str | None) -> Rows | None:
+        """The rows changed since `known` (all of them when it is no version of theirs), None when none did."""
+        epoch, _, number = (known or "").rpartition(".")
+        answer = self._guarded(lambda: self._read_live(
+            keys=keys, args=[known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]))
+        version = answer[0].decode() or None
+        if version == known:
+            return None
+        if version is None:
+            return Rows()
+        if answer[1] == b"delta":
+            rows = {key.decode(): json.loads(row) if row else None for key, row in zip(answer[3], answer[4])}
+            return Rows(version, rows, _counters(answer[2]), since=known)
+        return _full(answer[0], answer[2], answer[3])
 
-        def transaction(pipe: Any) -> None:
-            current = _rows(pipe.hgetall(key))
+    def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
+                    ) -> Rows:
+        """One script call when `known` is still the version (a writer that holds its collection, as the mock
+        does): the write checks the version and applies in one step; another process's write first sends
+        `change` what it changed, and the write is tried again."""
+        keys = self._live_keys(scope, collection)
+        current = Rows(known, {}, {}, since=known) if known != UNKNOWN else self._changed(keys, UNKNOWN) or Rows()
+        while True:
             update = change(current)
-            rows = dict(current.rows)
-            version = uuid.uuid4().hex
-            pipe.multi()
-            pipe.hset(key, mapping={"~v": version, **{f"r:{k}": json.dumps(row, separators=(",", ":"))
-                                                     for k, row in update.rows.items() if row is not None},
-                                    **{f"n:{name}": value for name, value in update.counters.items()}})
-            gone = [k for k, row in update.rows.items() if row is None]
-            if gone:
-                pipe.hdel(key, *(f"r:{k}" for k in gone))
-            pipe.sadd(self._k("live-keys"), key)
-            for k, row in update.rows.items():
-                if row is None:
-                    rows.pop(k, None)
-                else:
-                    rows[k] = row
-            done[:] = [Rows(version, rows, {**current.counters, **update.counters})]
-
-        self._guarded(lambda: self._redis.transaction(transaction, key))
-        return done[0]
+            args: list[Any] = [current.version or "", uuid.uuid4().hex, len(update.counters)]
+            for name, value in update.counters.items():
+                args += [name, value]
+            for key, row in update.rows.items():
+                args += [key, "" if row is None else json.dumps(row, separators=(",", ":"))]
+            done, version = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
+            if done:
+                return Rows(version.decode(), dict(update.rows), dict(update.counters), since=current.version)
+            current = self._changed(keys, current.version) or Rows(current.version, {}, {}, since=current.version)
 
     def forget_live(self, scope: str | None) -> None:
         start = self._k(f"live|{scope}|")

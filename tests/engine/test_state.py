@@ -245,3 +245,31 @@ def test_a_frozen_redis_never_holds_a_journal_write_and_what_it_drops_is_said_on
         assert kept[-5:] == [f"/{n}" for n in range(7, 12)] and len(kept) + count == 12, (kept, dropped)
     finally:
         store.close()
+
+
+def test_a_reader_of_written_rows_gets_only_those_changed_since_the_version_it_holds(stores):
+    """Stateful mode's writes: a process holding a version is given what changed since (a write's own answer too),
+    not every row; a version is never given again after a reset."""
+    writer, reader = stores(), stores()
+
+    def put(key: str, row: dict[str, int] | None) -> state.RowsChange:
+        return lambda rows: state.RowsUpdate({key: row}, {"n": 1} if row else {})
+
+    first = writer.change_live("s", "pets", put("a", {"v": 1}))
+    assert reader.live("s", "pets", state.UNKNOWN) == state.Rows(first.version, {"a": {"v": 1}}, {"n": 1})
+    for i in range(30):
+        writer.change_live("s", "pets", put(f"k{i}", {"v": i}))
+    last = writer.change_live("s", "pets", put("a", None))
+    assert (last.rows, last.counters) == ({"a": None}, {})
+    changed = reader.live("s", "pets", first.version)
+    assert changed is not None and (changed.version, changed.since) == (last.version, first.version)
+    assert changed.rows == {**{f"k{i}": {"v": i} for i in range(30)}, "a": None}
+    assert reader.live("s", "pets", last.version) is None
+    seen: list[state.Rows] = []
+    writer.change_live("s", "pets", lambda rows: seen.append(rows) or state.RowsUpdate({"b": {"v": 2}}), last.version)
+    assert [(rows.rows, rows.since) for rows in seen] == [({}, last.version)]
+    writer.forget_live("s")
+    assert reader.live("s", "pets", last.version) == state.Rows()
+    again = writer.change_live("s", "pets", put("a", {"v": 3}))
+    assert again.version not in (first.version, last.version)
+    assert reader.live("s", "pets", last.version) == state.Rows(again.version, {"a": {"v": 3}}, {"n": 1})

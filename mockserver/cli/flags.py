@@ -89,19 +89,20 @@ def cursor_secret(state: str | None) -> str | None:
     return secret
 
 
-def warn(warnings: list) -> None:
-    """Harmless oddities of a description, said once: how many, and the first few with their place."""
+def warn(warnings: list, about: str = "") -> None:
+    """Harmless oddities of a description, said once: how many, and the first few with their place; `about`
+    names the API they are of, on a mock of several."""
     if not warnings:
         return
-    print(f"mockserver: {len(warnings)} warning(s):", file=sys.stderr)
+    print(f"mockserver: {about + ': ' if about else ''}{len(warnings)} warning(s):", file=sys.stderr)
     for warning in warnings[:20]:
         print(f"  {warning}", file=sys.stderr)
     if len(warnings) > 20:
         print(f"  … and {len(warnings) - 20} more (mockserver validate lists them all)", file=sys.stderr)
 
 
-def report(exc: LoadError) -> None:
-    print(f"mockserver: {len(exc.problems)} problem(s) found:", file=sys.stderr)
+def report(exc: LoadError, about: str = "") -> None:
+    print(f"mockserver: {about + ': ' if about else ''}{len(exc.problems)} problem(s) found:", file=sys.stderr)
     for problem in exc.problems:
         print(f"  {problem}", file=sys.stderr)
 
@@ -317,6 +318,12 @@ def open_control(args: argparse.Namespace) -> str | None:
 def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     """What `serve`, `proxy` and `record` serve; or, after saying why, the exit code when they cannot serve as
     asked (an unusable address: 1; a control API that may not be opened so, or no description: 2)."""
+    return unservable(args) or located(args) or 2
+
+
+def unservable(args: argparse.Namespace) -> int | None:
+    """None when the command may listen and serve its control API as asked; else, after saying why, its exit code
+    (an unusable address: 1; a control API that may not be opened so: 2)."""
     from ..web.serving import unusable_address
 
     problem = unusable_address(args.host, args.port)
@@ -327,7 +334,7 @@ def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     if refused:
         print(f"mockserver: {refused}", file=sys.stderr)
         return 2
-    return located(args) or 2
+    return None
 
 
 def located(args: argparse.Namespace) -> tuple[Path, Path | None] | None:

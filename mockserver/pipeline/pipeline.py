@@ -80,6 +80,10 @@ class Options:
     # its violations in the journal, "off" does not check (request_validation.MODES)
     request_validation: str = "strict"
     violations_header: str | None = None  # the header naming a let-through request's violations (HEADER_NAMES)
+    # on a mock of several APIs (`serve --api`): this one's name, and the path prefix it is mounted at (its paths
+    # start there, before the description's own base path)
+    api: str | None = None
+    mount: str = ""
 
 
 @dataclass
@@ -120,7 +124,8 @@ class Pipeline:
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth,
                                                    self.options.request_validation)
                            for op in spec.operations.values()}
-        self.router = Router(list(spec.operations.values()), spec.base_path,
+        self.base_path = self.options.mount + spec.base_path  # where its paths start, as served
+        self.router = Router(list(spec.operations.values()), self.base_path,
                              lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.front_door = FrontDoor(self.options.dashboard)

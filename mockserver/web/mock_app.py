@@ -77,16 +77,16 @@ class MockApp:
             result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
                                                        code="mock-internal-error"),
                                              pipeline.request_id(request), None)
-        return self._finish(pipeline, request, result, started)
+        return self.finish(pipeline, request, result, started)
 
     def refuse(self, request: MockRequest, error: MockError, started: float) -> Answer:
         """`error` as the answer to a request a transport will not pass on (its body too slow, too many bodies at
         once), in the API's envelope, journaled like any other."""
         pipeline = self.pipeline
-        return self._finish(pipeline, request, pipeline.error_response(error, pipeline.request_id(request), None),
+        return self.finish(pipeline, request, pipeline.error_response(error, pipeline.request_id(request), None),
                             started)
 
-    def _finish(self, pipeline: Pipeline, request: MockRequest, result: MockResponse, started: float) -> Answer:
+    def finish(self, pipeline: Pipeline, request: MockRequest, result: MockResponse, started: float) -> Answer:
         """The answer's headers (CORS too), once it is in the journal and the access log; its time counts the
         latency the transport is about to wait."""
         out_headers = dict(result.headers)

@@ -85,6 +85,12 @@ class MockClient:
         query = urlencode({k: str(v) for k, v in filters.items()})
         return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]
 
+    def mount(self) -> dict[str, Any]:
+        """Where this client's API is mounted on a mock of several (`api`): `host` (None: every host), `prefix`
+        and `basePath` (the prefix, then the description's base path); all None on a mock of one API."""
+        health = self.control("GET", "health")
+        return {key: health.get(key) for key in ("host", "prefix", "basePath")}
+
     def coverage(self) -> dict[str, Any]:
         """What the calls (of the session) exercised of the description."""
         return self.control("GET", "coverage")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -12,6 +11,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .flags import refusal_message
 
 HELP = "what a client's calls exercised of the description, read from a running mock"
 
@@ -32,25 +33,10 @@ def fetch(url: str, control_token: str | None = None, session: str | None = None
         return MockClient(url, control_token=control_token, session=session, api=api).coverage()
     except ControlError as exc:
         hints = {401: ": give its --control-token", 404: ": is its control API on (no --no-control)?",
-                 400: f": {_message(exc.body)}"}
+                 400: f": {refusal_message(exc.body)}"}
         raise Unreachable(f"{url} answered {exc.status} for /__mock/coverage{hints.get(exc.status, '')}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise Unreachable(f"cannot read the coverage of {url}: {getattr(exc, 'reason', exc)}") from None
-
-
-def _message(body: str) -> str:
-    """What the mock's refusal says (its API's envelope: `error.message`, else RFC 7807's `detail`), e.g. the
-    names of the APIs a mock of several serves, one of which `--api` must name."""
-    try:
-        found = json.loads(body)
-    except ValueError:
-        found = None
-    if isinstance(found, dict):
-        error = found.get("error")
-        said = error.get("message") if isinstance(error, dict) else found.get("detail")
-        if isinstance(said, str):
-            return said
-    return body[:200]
 
 
 def _groups(operation: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], Callable[[dict[str, Any]], str]]]:

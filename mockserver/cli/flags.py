@@ -3,13 +3,16 @@ fields, the argument types, and the start-up steps of `serve`, `proxy` and `reco
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import sys
+import urllib.error
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..base.errors import LoadError
 from ..base.json_values import MAX_DEPTH
@@ -390,3 +393,38 @@ def serve_until_stopped(factory: Callable[[], MockFlask], args: argparse.Namespa
                             args.body_timeout), args.log_level)
     return 0
 
+
+
+def refusal_message(body: str) -> str:
+    """What a mock's refusal says (its API's envelope: `error.message`, else RFC 7807's `detail`), e.g. the names
+    of the APIs a mock of several serves, one of which `--api` must name."""
+    try:
+        found = json.loads(body)
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        error = found.get("error")
+        said = error.get("message") if isinstance(error, dict) else found.get("detail")
+        if isinstance(said, str):
+            return said
+    return body[:200]
+
+
+def api_mount(url: str | None, api: str, control_token: str | None) -> tuple[str, dict[str, Any]]:
+    """(the mock's origin, where its API `api` is mounted: `host`, `prefix`, `basePath`), as the running mock at
+    `url` says (`serve --api`); ValueError saying why it cannot be known."""
+    from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
+    if url is None:
+        raise ValueError(f"--api {api} names an API of a running mock of several: give its address with --url")
+    try:
+        mount = MockClient(url, control_token=control_token, api=api).mount()
+    except ControlError as exc:
+        raise ValueError(f"{url} answered {exc.status} for /__mock/health?api={api}: "
+                         f"{refusal_message(exc.body)}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ValueError(f"cannot ask {url} where API {api} is: {getattr(exc, 'reason', exc)}") from None
+    if mount["basePath"] is None:
+        raise ValueError(f"{url} serves one API, not several: leave out --api")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", "")), mount

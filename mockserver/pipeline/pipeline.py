@@ -80,10 +80,11 @@ class Options:
     # its violations in the journal, "off" does not check (request_validation.MODES)
     request_validation: str = "strict"
     violations_header: str | None = None  # the header naming a let-through request's violations (HEADER_NAMES)
-    # on a mock of several APIs (`serve --api`): this one's name, and the path prefix it is mounted at (its paths
-    # start there, before the description's own base path)
+    # on a mock of several APIs (`serve --api`): this one's name, the path prefix it is mounted at (its paths start
+    # there, before the description's own base path) and the host it is mounted at (None: every host)
     api: str | None = None
     mount: str = ""
+    mount_host: str | None = None
 
 
 @dataclass

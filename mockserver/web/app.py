@@ -123,8 +123,9 @@ def load_apis(apis: list[Api], options: Options | None = None) -> dict[str, Pipe
     settings = options or Options()
 
     def load(api: Api) -> Pipeline:
+        state = scoped_state(settings.state, api.name)
         return load_pipeline(api.spec, api.fixtures, replace(settings, api=api.name, mount=api.prefix,
-                                                              state=scoped_state(settings.state, api.name)))
+                                                              mount_host=api.host, state=state))
 
     with ThreadPoolExecutor(min(len(apis), LOADING_THREADS), thread_name_prefix="mockserver-load") as pool:
         futures = {api.name: pool.submit(load, api) for api in apis}

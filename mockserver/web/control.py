@@ -53,11 +53,15 @@ def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = 
         return Response(json.dumps(payload), status=status, content_type="application/json")
 
     def one_health(pipeline: Pipeline) -> dict[str, Any]:
+        """Its state, and on a mock of several where it is mounted (what `contract --api` and `diff --api` ask)."""
         pipeline.store.probe()
         state = pipeline.store.describe()
+        settings = pipeline.options
+        mounted = {} if settings.api is None else {"host": settings.mount_host, "prefix": settings.mount,
+                                                   "basePath": pipeline.base_path}
         return named(pipeline, {"status": "ok" if state["available"] else "state-unavailable",
                                 "title": pipeline.spec.title, "operations": len(pipeline.spec.operations),
-                                "state": state})
+                                **mounted, "state": state})
 
     @bp.get("/health")
     def health() -> Response:

@@ -351,7 +351,7 @@ def scoped_state(url: str | None, scope: str) -> str | None:
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefix = next((value for key, value in query if key == "prefix"), REDIS_PREFIX).rstrip(":")
     kept = [(key, value) for key, value in query if key != "prefix"] + [("prefix", f"{prefix}:{scope}")]
-    return urlunsplit(parts._replace(query=urlencode(kept)))
+    return urlunsplit(parts._replace(query=urlencode(kept, safe=":")))
 
 
 def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL,

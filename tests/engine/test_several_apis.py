@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, serving
 from mockserver.web.app import create_apps
@@ -180,3 +181,51 @@ def test_one_docs_page_and_one_dashboard_per_api() -> None:
     assert client.get("/kindgi/v1/test-sets?limit=1", headers=DEMO).status_code == 200
     assert client.get("/pets/1", headers={"Host": "pets.localhost"}).status_code == 200
     assert client.get("/pets/1").status_code == 404
+
+
+@pytest.mark.slow
+def test_contract_checks_one_api_where_it_is_mounted(port: int) -> None:
+    done = subprocess.run([sys.executable, "-m", "mockserver", "contract", "--spec", str(PETS / "openapi.yaml"),
+                           "--url", f"http://127.0.0.1:{port}", "--api", "pets", "--operation", "getPet",
+                           "--max-examples", "2", "--phases", "fuzzing", "--checks", "not_a_server_error",
+                           "--read-only"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "responses: 2 of 2 declared observed" in done.stdout  # 200 and 404: the pets API answered, by its host
+
+
+@pytest.mark.slow
+def test_diff_reads_one_apis_journal_below_its_prefix(port: int, tmp_path: Path) -> None:
+    call(port, "/kindgi/v1/test-sets?limit=2")
+    description = yaml.safe_load(KINDGI_SPEC.read_text())
+    listing = description["paths"]["/v1/test-sets"]["get"]
+    listing["parameters"] = [p for p in listing["parameters"] if p.get("$ref") != "#/components/parameters/Limit"]
+    new = tmp_path / "kindgi.yaml"
+    new.write_text(yaml.safe_dump(description, sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "mockserver", "diff", str(KINDGI_SPEC), str(new), "--url",
+                           f"http://127.0.0.1:{port}", "--api", "kindgi", "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    removed = json.loads(done.stdout)["changes"][0]
+    assert removed["kind"] == "parameter-removed"
+    assert removed["evidence"]["journaled requests"]["instance"].startswith("journal #1 GET /v1/test-sets?limit=2")
+
+
+def test_apis_keep_their_state_apart_in_one_redis(redis_url: str) -> None:
+    apis = [Api("kindgi", KINDGI_SPEC, KINDGI_FIXTURES, "/kindgi"), Api("pets", PETS / "openapi.yaml", PETS / "fixtures")]
+    app = create_apps(apis, state=redis_url)
+    client = app.test_client()
+    try:
+        set_scenario = client.post("/__mock/scenarios?api=pets", json={"operationId": "getPet", "status": 404})
+        assert set_scenario.status_code == 201
+        assert client.get("/pets/1").status_code == 404
+        assert client.get("/kindgi/v1/test-sets?limit=1", headers=DEMO).status_code == 200
+        kindgi = client.get("/__mock/scenarios?api=kindgi").get_json()["scenarios"]
+        assert kindgi and "getPet" not in {scenario["operationId"] for scenario in kindgi}  # its fixtures' own only
+        assert [e["path"] for e in client.get("/__mock/requests?api=kindgi").get_json()["requests"]] == \
+            ["/kindgi/v1/test-sets"]
+        prefix = redis_url.rsplit("=", 1)[1]
+        shown = {api["api"]: api["state"]["prefix"] for api in client.get("/__mock/health").get_json()["apis"]}
+        assert shown == {"kindgi": f"{prefix}:kindgi:", "pets": f"{prefix}:pets:"}
+    finally:
+        for mock in app.mounts.mocks.values():
+            mock.pipeline.store.close()

@@ -124,13 +124,14 @@ def _apis(args: argparse.Namespace) -> list[Api] | int:
     if args.spec is not None and configured:
         print(f"mockserver: --spec given: the apis of {path} are not served", file=sys.stderr)
         return []
-    apis = args.api or configured
+    if not args.api:
+        return configured  # checked with the file
     try:
-        check_mounts(apis)
+        check_mounts(args.api)
     except ValueError as exc:
         print(f"mockserver: --api: {exc}", file=sys.stderr)
         return 2
-    return apis
+    return list(args.api)
 
 
 def _serve_apis(args: argparse.Namespace, apis: list[Api]) -> int:

@@ -104,7 +104,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     mock = _mock_app(loaded, spec_path, fixtures_path, watch, proxy)
     app = MockFlask(mock, control)
     if control:
-        _install_control(app, lambda: mock.pipeline, lambda e: _envelope(mock.pipeline, e), control_token, origins,
+        _install_control(app, lambda: mock.pipeline, lambda: mock.pipeline, control_token, origins,
                          proxy.drift if proxy else None)
     return app
 
@@ -161,16 +161,15 @@ def create_apps(apis: list[Api], options: Options | None = None, *, control: boo
         def named() -> MockApp:
             return mounts.named(request.args.get(API_PARAM) or (request.view_args or {}).get(API_PARAM))
 
-        def render(error: MockError) -> Response:
-            """In the envelope of the API the call names, or the first's when it names none it can use."""
+        def named_or_first() -> Pipeline:
+            """The API a call names, or the first when it names none it can use: its envelope renders the
+            refusal, its secrets mask a preflight's query."""
             try:
-                pipeline = named().pipeline
+                return named().pipeline
             except MockError:
-                pipeline = mounts.first.pipeline
-            return _envelope(pipeline, error)
+                return mounts.first.pipeline
 
-        _install_control(app, lambda: named().pipeline, render, control_token, origins, None,
-                         {name: mock for name, mock in mounts.mocks.items()})
+        _install_control(app, lambda: named().pipeline, named_or_first, control_token, origins, None, mounts.mocks)
     return app
 
 
@@ -187,11 +186,12 @@ def _mock_app(loaded: Pipeline, spec: Path, fixtures: Path | None, watch: bool, 
     return mock
 
 
-def _install_control(app: MockFlask, current: Callable[[], Pipeline], render: Callable[[MockError], Response],
+def _install_control(app: MockFlask, current: Callable[[], Pipeline], fallback: Callable[[], Pipeline],
                      token: str | None, origins: ControlOrigins, drift: DriftLog | None,
                      apis: dict[str, MockApp] | None = None) -> None:
     """The control API and its pages on `app`, acting on `current()` (with `apis`, several: the one a call
-    names)."""
+    names); `fallback()` is the same, or any API where a call names none, for what every call needs of one (the
+    envelope of its refusal)."""
     mocks = list(apis.values()) if apis else [app.mock]
     app.config["MAX_CONTENT_LENGTH"] = app.mock.pipeline.options.max_body  # 413 before reading the body
     every = (lambda: {name: mock.pipeline for name, mock in apis.items()}) if apis else None
@@ -204,7 +204,8 @@ def _install_control(app: MockFlask, current: Callable[[], Pipeline], render: Ca
             mock.ensure_reloader()
 
     app.before_request(start_reloaders)
-    install(app, current, token, origins, render, open_blueprint=pages.name)  # the pages ask for the token
+    install(app, fallback, token, origins, lambda e: _envelope(fallback(), e),
+            open_blueprint=pages.name)  # the pages ask for the token
     app.register_blueprint(control_api)
     app.register_blueprint(pages)
 

@@ -70,7 +70,10 @@ def parse_api(text: str) -> Api:
 
 
 def check_mounts(apis: list[Api]) -> None:
-    """ValueError when two APIs share a name or a mount (then one of them could never be reached)."""
+    """ValueError when there is none, or two APIs share a name or a mount (then one of them could never be
+    reached)."""
+    if not apis:
+        raise ValueError("no API to serve")
     seen: dict[str, Api] = {}
     for api in apis:
         if api.name in seen:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, serving
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, ROOT, free_port, serving
 from mockserver.web.app import create_apps
 from mockserver.web.mounts import Api
 
@@ -146,7 +146,7 @@ def test_a_bad_config_file_is_named_with_its_line_and_key(tmp_path: Path) -> Non
             prefx: /kindgi
         prot: 4011
         """))
-    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", "1"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port())], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "mockserver.yaml:4: /apis/0/prefx: 'prefx': expected one of name, spec, fixtures, prefix, host" \
@@ -159,7 +159,7 @@ def test_problems_are_reported_per_api(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("openapi: 3.0.3\ninfo: {title: Broken, version: '1'}\npaths:\n  /a:\n    get:\n"
                       "      responses: {'200': {$ref: '#/components/responses/Nope'}}\n")
-    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", "1", "--api", KINDGI_API,
+    done = subprocess.run([sys.executable, "-m", "mockserver", "serve", "--port", str(free_port()), "--api", KINDGI_API,
                            "--api", f"billing={broken},host=billing.localhost"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2

@@ -233,3 +233,23 @@ def test_apis_keep_their_state_apart_in_one_redis(redis_url: str) -> None:
     finally:
         for mock in app.mounts.mocks.values() if app.mounts else ():
             mock.pipeline.store.close()
+
+
+def test_a_request_goes_to_its_hosts_api_then_the_longest_prefix() -> None:
+    library = ROOT / "tests" / "data" / "library"
+    app = create_apps([Api("pets", PETS / "openapi.yaml", PETS / "fixtures"),  # neither: every other request
+                       Api("kindgi", KINDGI_SPEC, KINDGI_FIXTURES, "/kindgi"),
+                       Api("library", library / "openapi.yaml", library / "fixtures", host="library.localhost")])
+    client = app.test_client()
+    assert client.get("/kindgi/v1/test-sets?limit=1", headers=DEMO).status_code == 200
+    assert client.get("/pets/1").get_json()["name"] == "Ada"
+    assert client.get("/kindgiX/v1/test-sets", headers=DEMO).status_code == 404  # a prefix is whole segments
+    on_its_host = client.get("/pets/1", headers={"Host": "LIBRARY.localhost:4010"})  # the host's API, not pets
+    assert on_its_host.status_code == 404
+
+    def paths(api: str) -> list[str]:
+        return [e["path"] for e in client.get(f"/__mock/requests?api={api}").get_json()["requests"]]
+
+    assert paths("pets") == ["/pets/1", "/kindgiX/v1/test-sets"]
+    assert paths("library") == ["/pets/1"]
+    assert paths("kindgi") == ["/kindgi/v1/test-sets"]

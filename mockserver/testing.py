@@ -31,12 +31,15 @@ _REFUSALS = {414: "the request line is longer than 65,536 bytes"}
 class MockClient:
     """Talks to a mock's control API, in this process or running elsewhere (`MockClient("http://mock:4010")`).
     With a `session`, every control call acts on that session only, and `headers` are what the client under test
-    must send (or set as the `mock_session` cookie) so its calls belong to it."""
+    must send (or set as the `mock_session` cookie) so its calls belong to it. With `api`, every control call acts
+    on that API of a mock of several (`?api=`)."""
 
-    def __init__(self, url: str, *, control_token: str | None = None, session: str | None = None) -> None:
+    def __init__(self, url: str, *, control_token: str | None = None, session: str | None = None,
+                 api: str | None = None) -> None:
         self._url = url.rstrip("/")
         self._token = control_token
         self.session_id = session
+        self.api = api
 
     @property
     def url(self) -> str:
@@ -53,7 +56,7 @@ class MockClient:
         `headers` see its scenarios and the global ones only. Without a name, the mock makes a fresh one nobody
         can guess (`POST /__mock/sessions`): whoever knows a session's name can read and change its state."""
         return MockClient(self.url, control_token=self._token,
-                          session=name or self.control("POST", "sessions")["session"])
+                          session=name or self.control("POST", "sessions")["session"], api=self.api)
 
     def control(self, method: str, path: str, payload: Any = None) -> Any:
         """Call /__mock/<path>; an error answer raises ControlError with its status and body."""
@@ -61,6 +64,8 @@ class MockClient:
         if self._token:
             headers["X-Mock-Control-Token"] = self._token
         data = json.dumps(payload).encode() if payload is not None else None
+        if self.api is not None:
+            path += ("&" if "?" in path else "?") + urlencode({"api": self.api})
         request = urllib.request.Request(f"{self.url}/__mock/{path.lstrip('/')}", data=data, method=method,
                                          headers=headers)
         try:
@@ -83,6 +88,12 @@ class MockClient:
         """The journal, newest last; filters: operationId, status, method, path, since, limit."""
         query = urlencode({k: str(v) for k, v in filters.items()})
         return self.control("GET", "requests" + (f"?{query}" if query else ""))["requests"]
+
+    def mount(self) -> dict[str, Any]:
+        """Where this client's API is mounted on a mock of several (`api`): `host` (None: every host), `prefix`
+        and `basePath` (the prefix, then the description's base path); all None on a mock of one API."""
+        health = self.control("GET", "health")
+        return {key: health.get(key) for key in ("host", "prefix", "basePath")}
 
     def coverage(self) -> dict[str, Any]:
         """What the calls (of the session) exercised of the description."""

@@ -10,8 +10,8 @@ __all__ = ["NO_TRACING", "Tracing", "answered", "request", "stage", "use"]
 
 
 class Tracing(Protocol):
-    def request(self, method: str, path: str) -> AbstractContextManager[Any]:
-        """The request's span, around all it takes to answer it."""
+    def request(self, api: str, method: str, path: str) -> AbstractContextManager[Any]:
+        """The span of a request to `api`, around all it takes to answer it."""
 
     def stage(self, name: str) -> AbstractContextManager[Any]:
         """A span named `name`, the child of the request's, around what the `with` block does."""
@@ -23,7 +23,7 @@ class Tracing(Protocol):
 class _NoTracing:
     _none: AbstractContextManager[Any] = nullcontext()
 
-    def request(self, method: str, path: str) -> AbstractContextManager[Any]:
+    def request(self, api: str, method: str, path: str) -> AbstractContextManager[Any]:
         return self._none
 
     def stage(self, name: str) -> AbstractContextManager[Any]:
@@ -46,8 +46,8 @@ def stage(name: str) -> AbstractContextManager[Any]:
     return current.stage(name)
 
 
-def request(method: str, path: str) -> AbstractContextManager[Any]:
-    return current.request(method, path)
+def request(api: str, method: str, path: str) -> AbstractContextManager[Any]:
+    return current.request(api, method, path)
 
 
 def answered(status: int, operation: str | None, source: str) -> None:

@@ -10,6 +10,7 @@ from ..base.errors import LoadError
 from .flags import (
     add_sources,
     api_key,
+    api_mount,
     basic_auth,
     callback_seconds,
     header,
@@ -29,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="base URL of the server to check, with the description's base path "
                                       "(default: the mock, in-process; with strict auth when the fixtures declare a "
                                       "token)")
+    parser.add_argument("--api", metavar="NAME",
+                        help="with --url of a mock of several APIs (serve --api): check its API of this name, at "
+                             "the prefix and host it is mounted at (the mock says where; its control token from "
+                             "MOCKSERVER_CONTROL_TOKEN)")
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--token", help="token for the operations that take a bearer token, OAuth 2, OpenID Connect "
                                         "or an API key, sent where each one's security scheme wants it (default "
@@ -144,12 +149,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         token = _token(args)
         checks, exclude_checks, phases = _contract_choices(args)
+        url, headers = _target(args)
     except ValueError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    options = contract.RunOptions(spec, fixtures, url=args.url, token=token, basic=args.basic, bearer=args.auth_bearer,
+    options = contract.RunOptions(spec, fixtures, url=url, token=token, basic=args.basic, bearer=args.auth_bearer,
                                api_keys=dict(args.api_key),
-                               headers=dict(args.header),
+                               headers=headers,
                                max_examples=args.max_examples or contract.DEFAULT_MAX_EXAMPLES, seed=args.seed,
                                operations=args.operation, allow_untested=args.allow_untested,
                                min_responses=args.min_responses, force=not args.no_force,
@@ -166,6 +172,17 @@ def run(args: argparse.Namespace) -> int:
     except (contract.UnknownOperation, contract.UnusedCredential, contract.DataError, contract.CallbackError) as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
     return 2
+
+
+def _target(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
+    """--url and --header; with --api, the URL and Host at which that API of the mock at --url answers."""
+    headers = dict(args.header)
+    if args.api is None:
+        return args.url, headers
+    origin, mount = api_mount(args.url, args.api, os.environ.get("MOCKSERVER_CONTROL_TOKEN"))
+    if mount["host"]:
+        headers.setdefault("Host", mount["host"])
+    return origin + mount["basePath"], headers
 
 
 def _contract_choices(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:

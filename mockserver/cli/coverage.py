@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .flags import refusal_message
+
 HELP = "what a client's calls exercised of the description, read from a running mock"
 
 WIDTH = 110
@@ -22,14 +24,16 @@ class Unreachable(Exception):
     """The mock did not give its coverage: not running, no control API, or the wrong control token."""
 
 
-def fetch(url: str, control_token: str | None = None, session: str | None = None) -> dict[str, Any]:
-    """The whole mock's coverage, or one session's."""
+def fetch(url: str, control_token: str | None = None, session: str | None = None,
+          api: str | None = None) -> dict[str, Any]:
+    """The whole mock's coverage, or one session's; of one `api` of a mock of several."""
     from ..testing import ControlError, MockClient  # here: the other commands load no Flask
 
     try:
-        return MockClient(url, control_token=control_token, session=session).coverage()
+        return MockClient(url, control_token=control_token, session=session, api=api).coverage()
     except ControlError as exc:
-        hints = {401: ": give its --control-token", 404: ": is its control API on (no --no-control)?"}
+        hints = {401: ": give its --control-token", 404: ": is its control API on (no --no-control)?",
+                 400: f": {refusal_message(exc.body)}"}
         raise Unreachable(f"{url} answered {exc.status} for /__mock/coverage{hints.get(exc.status, '')}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise Unreachable(f"cannot read the coverage of {url}: {getattr(exc, 'reason', exc)}") from None
@@ -103,13 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                    "status, query parameter and enum value")
     parser.add_argument("--min", type=float, metavar="PERCENT", help="exit 1 below this total percentage")
     parser.add_argument("--session", metavar="NAME", help="only the calls of this session (X-Mock-Session)")
+    parser.add_argument("--api", metavar="NAME", help="the API of this name, on a mock of several (serve --api)")
 
 
 def run(args: argparse.Namespace) -> int:
     """0, or 1 below --min; 2 when the mock's coverage cannot be read."""
     url, minimum = args.url, args.min
     try:
-        report = fetch(url, args.control_token, args.session)
+        report = fetch(url, args.control_token, args.session, args.api)
     except Unreachable as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from ..pipeline.pipeline import Pipeline
 from ..spec.index import SpecIndex
 from ..tools.diff import Change, Differ, Location
 from ..tools.evidence import Evidence, Tally, gather
-from .flags import add_allow_outside
+from .flags import add_allow_outside, api_mount
 
 HELP = ("what changed between two descriptions, breaking or not for clients, with evidence from fixtures and the "
         "journal of real calls")
@@ -65,10 +65,15 @@ def _spec(path: Path, label: str, allowed: tuple[Path, ...]) -> SpecIndex:
         raise Unusable(_one_line(exc, f"{label} {path} is not a usable description")) from None
 
 
-def read_journal(path: Path | None, url: str | None, control_token: str | None) -> list[dict[str, Any]] | None:
-    """A saved `GET /__mock/requests` (`{"requests": [...]}`), or the journal of a running mock."""
+def read_journal(path: Path | None, url: str | None, control_token: str | None,
+                 api: str | None = None) -> list[dict[str, Any]] | None:
+    """A saved `GET /__mock/requests` (`{"requests": [...]}`), or the journal of a running mock (of its API `api`,
+    on a mock of several: its paths read below the prefix the API is mounted at, as OLD describes them)."""
     if path is None and url is None:
         return None
+    if api is not None and url is None:
+        raise Unusable(f"--api {api} names an API of a running mock of several: give its address with --url")
+    prefix = ""
     if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -82,7 +87,11 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
         from ..testing import ControlError, MockClient  # here: the other commands load no Flask
 
         try:
-            data = MockClient(url, control_token=control_token).control("GET", "requests")
+            prefix = api_mount(url, api, control_token)[1]["prefix"] if api is not None else ""
+        except ValueError as exc:  # where the API is mounted cannot be known
+            raise Unusable(str(exc)) from None
+        try:
+            data = MockClient(url, control_token=control_token, api=api).control("GET", "requests")
         except ControlError as exc:
             hint = {401: ": give its --control-token", 404: ": is its control API on?"}.get(exc.status, "")
             raise Unusable(f"{url} answered {exc.status} for /__mock/requests{hint}") from None
@@ -96,6 +105,8 @@ def read_journal(path: Path | None, url: str | None, control_token: str | None) 
         if not _is_entry(entry):
             raise Unusable(f"{where}: journal entry {number} is not one GET /__mock/requests gives (method and path "
                            "as text, status a number, bodies text or null)")
+    if prefix:
+        return [{**entry, "path": entry["path"].removeprefix(prefix) or "/"} for entry in entries]
     return entries
 
 
@@ -249,6 +260,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--journal", type=Path, metavar="FILE", help="a saved GET /__mock/requests: every request "
                                                                      "and answer replayed through NEW")
     source.add_argument("--url", metavar="MOCK", help="a running mock (of OLD) whose journal to replay")
+    parser.add_argument("--api", metavar="NAME", help="with --url of a mock of several APIs (serve --api): the "
+                                                      "journal of its API of this name")
     parser.add_argument("--control-token", default=os.environ.get("MOCKSERVER_CONTROL_TOKEN"),
                         help="the mock's control token, with --url (env MOCKSERVER_CONTROL_TOKEN)")
     parser.add_argument("--format", default="text", choices=["text", "markdown", "json"])
@@ -263,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if fixtures is not None and not fixtures.is_dir():
             raise Unusable(f"{fixtures}: the fixtures folder does not exist")
-        report = build(args.old, args.new, fixtures, read_journal(args.journal, args.url, args.control_token),
+        report = build(args.old, args.new, fixtures, read_journal(args.journal, args.url, args.control_token, args.api),
                        tuple(args.allow_outside))
     except Unusable as exc:
         print(f"mockserver diff: {exc}", file=sys.stderr)

@@ -3,13 +3,16 @@ fields, the argument types, and the start-up steps of `serve`, `proxy` and `reco
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import sys
+import urllib.error
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..base.errors import LoadError
 from ..base.json_values import MAX_DEPTH
@@ -91,19 +94,20 @@ def cursor_secret(state: str | None) -> str | None:
     return secret
 
 
-def warn(warnings: list) -> None:
-    """Harmless oddities of a description, said once: how many, and the first few with their place."""
+def warn(warnings: list, about: str = "") -> None:
+    """Harmless oddities of a description, said once: how many, and the first few with their place; `about`
+    names the API they are of, on a mock of several."""
     if not warnings:
         return
-    print(f"mockserver: {len(warnings)} warning(s):", file=sys.stderr)
+    print(f"mockserver: {about + ': ' if about else ''}{len(warnings)} warning(s):", file=sys.stderr)
     for warning in warnings[:20]:
         print(f"  {warning}", file=sys.stderr)
     if len(warnings) > 20:
         print(f"  … and {len(warnings) - 20} more (mockserver validate lists them all)", file=sys.stderr)
 
 
-def report(exc: LoadError) -> None:
-    print(f"mockserver: {len(exc.problems)} problem(s) found:", file=sys.stderr)
+def report(exc: LoadError, about: str = "") -> None:
+    print(f"mockserver: {about + ': ' if about else ''}{len(exc.problems)} problem(s) found:", file=sys.stderr)
     for problem in exc.problems:
         print(f"  {problem}", file=sys.stderr)
 
@@ -357,6 +361,12 @@ def open_control(args: argparse.Namespace) -> str | None:
 def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     """What `serve`, `proxy` and `record` serve; or, after saying why, the exit code when they cannot serve as
     asked (an unusable address: 1; a control API that may not be opened so, or no description: 2)."""
+    return unservable(args) or located(args) or 2
+
+
+def unservable(args: argparse.Namespace) -> int | None:
+    """None when the command may listen and serve its control API as asked; else, after saying why, its exit code
+    (an unusable address: 1; a control API that may not be opened so: 2)."""
     from ..web.serving import unusable_address
 
     problem = unusable_address(args.host, args.port)
@@ -378,7 +388,7 @@ def serving_sources(args: argparse.Namespace) -> tuple[Path, Path | None] | int:
     except TlsError as exc:
         print(f"mockserver: {exc}", file=sys.stderr)
         return 2
-    return located(args) or 2
+    return None
 
 
 def tls_files(args: argparse.Namespace) -> TlsFiles | None:
@@ -458,3 +468,39 @@ def serve_until_stopped(factory: Callable[[], MockFlask], args: argparse.Namespa
         serve(factory, Listening(args.host, args.port, workers, args.threads, args.runtime_threads,
                                  args.backpressure, args.body_timeout, args.tls, args.http), args.log_level)
     return 0
+
+
+
+def refusal_message(body: str) -> str:
+    """What a mock's refusal says (its API's envelope: `error.message`, else RFC 7807's `detail`), e.g. the names
+    of the APIs a mock of several serves, one of which `--api` must name."""
+    try:
+        found = json.loads(body)
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        error = found.get("error")
+        said = error.get("message") if isinstance(error, dict) else found.get("detail")
+        if isinstance(said, str):
+            return said
+    return body[:200]
+
+
+def api_mount(url: str | None, api: str, control_token: str | None) -> tuple[str, dict[str, Any]]:
+    """(the mock's origin, where its API `api` is mounted: `host`, `prefix`, `basePath`), as the running mock at
+    `url` says (`serve --api`); ValueError saying why it cannot be known."""
+    from ..testing import ControlError, MockClient  # here: the other commands load no Flask
+
+    if url is None:
+        raise ValueError(f"--api {api} names an API of a running mock of several: give its address with --url")
+    try:
+        mount = MockClient(url, control_token=control_token, api=api).mount()
+    except ControlError as exc:
+        raise ValueError(f"{url} answered {exc.status} for /__mock/health?api={api}: "
+                         f"{refusal_message(exc.body)}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ValueError(f"cannot ask {url} where API {api} is: {getattr(exc, 'reason', exc)}") from None
+    if mount["basePath"] is None:
+        raise ValueError(f"{url} serves one API, not several: leave out --api")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", "")), mount

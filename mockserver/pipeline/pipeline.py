@@ -87,6 +87,11 @@ class Options:
     callback_retries: int = CALLBACK_RETRIES
     callback_timeout: float = CALLBACK_TIMEOUT
     callback_allow: tuple[str, ...] = ()
+    # on a mock of several APIs (`serve --api`): this one's name, the path prefix it is mounted at (its paths start
+    # there, before the description's own base path) and the host it is mounted at (None: every host)
+    api: str | None = None
+    mount: str = ""
+    mount_host: str | None = None
 
 
 @dataclass
@@ -127,7 +132,8 @@ class Pipeline:
         self.validators = {op.id: RequestValidator(op, spec.docs.resolve, self.options.max_depth,
                                                    self.options.request_validation)
                            for op in spec.operations.values()}
-        self.router = Router(list(spec.operations.values()), spec.base_path,
+        self.base_path = self.options.mount + spec.base_path  # where its paths start, as served
+        self.router = Router(list(spec.operations.values()), self.base_path,
                              lambda op, values: self.validators[op.id].path_fits(values))
         self.errors = ErrorRenderer(settings.get("errors"), spec)
         self.front_door = FrontDoor(self.options.dashboard)

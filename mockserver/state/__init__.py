@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..base.errors import MockError
 from ..base.http import MockRequest
@@ -22,6 +23,7 @@ from .records import Call, Entry
 SESSION_HEADER = "X-Mock-Session"
 SESSION_COOKIE = "mock_session"
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+REDIS_PREFIX = "mockserver"  # a Redis store's keys start with it, unless its URL says `?prefix=`
 SESSION_TTL = 3600.0  # seconds a session may stay idle (no call, no control request) before it is forgotten
 COUNTED_KINDS = 20_000  # distinct calls counted for coverage per scope; beyond, only a number
 DRIFT_KINDS = 1000  # distinct kinds of drift counted with their first example; beyond, only a number (`overflow`)
@@ -385,6 +387,20 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 (a no-op where nothing is ever on its way: the memory store)
         """Write what is still on its way; the store may not be used afterwards."""
+
+
+def scoped_state(url: str | None, scope: str) -> str | None:
+    """The store URL for one API of a mock of several: the memory store is each API's own anyway; in Redis its
+    keys get a prefix of their own (the URL's `?prefix=`, by default `mockserver`, then `:scope`), so scenarios,
+    journal and coverage stay apart however many mocks share the Redis."""
+    if url in (None, "", "memory"):
+        return url
+    assert url is not None
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((value for key, value in query if key == "prefix"), REDIS_PREFIX).rstrip(":")
+    kept = [(key, value) for key, value in query if key != "prefix"] + [("prefix", f"{prefix}:{scope}")]
+    return urlunsplit(parts._replace(query=urlencode(kept, safe=":")))
 
 
 def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL,

@@ -43,6 +43,7 @@ from . import (
     COUNTED_KINDS,
     DRIFT_KINDS,
     INITIAL_STATE,
+    REDIS_PREFIX,
     STATE_TIMEOUT,
     UNKNOWN,
     Book,
@@ -199,7 +200,7 @@ def _split_url(url: str) -> tuple[str, str, str]:
     """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((v for k, v in query if k == "prefix"), "mockserver")
+    prefix = next((v for k, v in query if k == "prefix"), REDIS_PREFIX)
     clean = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"])))
     netloc = parts.netloc.rsplit("@", 1)
     shown = urlunsplit(parts._replace(netloc="***@" + netloc[1] if len(netloc) == 2 else parts.netloc))

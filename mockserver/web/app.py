@@ -6,8 +6,9 @@ answers what is the mock's own, the control API and its pages, mounted under `PR
 a Flask app whose WSGI entry point is that mount."""
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,23 +16,27 @@ from flask import Flask, Response, request
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from ..base import tracing
-from ..base.errors import MockError
+from ..base.errors import LoadError, MockError
 from ..base.http import MockRequest, MockResponse
 from ..pipeline.pipeline import Options, Pipeline
-from ..state import open_store
-from .control import PREFIX, control_blueprint, install
+from ..state import StateError, open_store, scoped_state
+from .control import API_PARAM, PREFIX, control_blueprint, install
 from .cors import ControlOrigins
 from .dashboard import dashboard_blueprints
 from .metrics import Metrics
 from .mock_app import MockApp
+from .mounts import Api, Mounts, check_mounts
 from .otel import OtelTracing
+from .outgoing import Outgoing
 from .reload import Reloader
 from .webhooks import outgoing_blueprint
 from .wsgi import MockWSGI, StartResponse, WSGIApp, request_headers
 
 if TYPE_CHECKING:
+    from ..tools.drift import DriftLog
     from .proxy import Proxy
 
+LOADING_THREADS = 4  # descriptions of a mock of several APIs loaded at once
 MOCK_KEY = "mockserver"  # app.extensions[MOCK_KEY] is the MockApp: `.pipeline` is the state served now
 
 
@@ -40,12 +45,14 @@ class MockFlask(Flask):
     entry point mounts them under PREFIX over the mock app, which answers every other path with no Flask on the
     way."""
 
-    def __init__(self, mock: MockApp, control: bool) -> None:
+    def __init__(self, mock: MockApp, control: bool, mounts: Mounts | None = None) -> None:
+        """`mounts`: the apps of several APIs (`mock` is the first of them), picked per request."""
         super().__init__("mockserver", static_folder=None)  # the pages serve their own (web/static)
         self.mock = mock
+        self.mounts = mounts
         self.extensions[MOCK_KEY] = mock
         self.control: WSGIApp | None = self.wsgi_app if control else None  # as RSGI mounts it
-        self._mounted = DispatcherMiddleware(MockWSGI(mock), {PREFIX: self.wsgi_app} if control else {})
+        self._mounted = DispatcherMiddleware(MockWSGI(mock, mounts), {PREFIX: self.wsgi_app} if control else {})
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """What a WSGI server or the test client calls: the mount, not Flask alone."""
@@ -101,34 +108,130 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
     if loaded is None:
         loaded = load_pipeline(spec_path, fixtures_path,
                                with_fields(options, fields if control else {"dashboard": False, **fields}))
-    settings, store = loaded.options, loaded.store  # a reload builds a new pipeline on the same state
+    mock = _mock_app(loaded, spec_path, fixtures_path, watch, proxy)
+    _observe({mock.name: mock}, metrics, otel)
+    app = MockFlask(mock, control)
+    if control:
+        _install_control(app, lambda: mock.pipeline, lambda: mock.pipeline, control_token, origins,
+                         proxy.drift if proxy else None, lambda: mock.outgoing)
+    return app
+
+
+def _observe(mocks: dict[str, MockApp], metrics: bool, otel: bool) -> None:
+    """`metrics`: one count of this process's answers for all its APIs; `otel`: this process's spans sent."""
+    if metrics:
+        counted = Metrics(lambda: {name: mock.pipeline for name, mock in mocks.items()})
+        for mock in mocks.values():
+            mock.metrics = counted
+    if otel:
+        tracing.use(OtelTracing())
+
+
+@dataclass
+class ApisFailed(Exception):
+    """A mock of several APIs cannot start: what is wrong, by API (a LoadError or a StateError each)."""
+
+    failures: dict[str, LoadError | StateError]
+
+
+def load_apis(apis: list[Api], options: Options | None = None) -> dict[str, Pipeline]:
+    """Each API's description and fixtures, loaded and checked side by side (threads: reading files and
+    connecting to a store wait), each with its name and mount in its options and on a store of its own
+    (`scoped_state`); raises ApisFailed naming every API that cannot be served, with all of its problems."""
+    settings = options or Options()
+
+    def load(api: Api) -> Pipeline:
+        state = scoped_state(settings.state, api.name)
+        return load_pipeline(api.spec, api.fixtures, replace(settings, api=api.name, mount=api.prefix,
+                                                              mount_host=api.host, state=state))
+
+    with ThreadPoolExecutor(min(len(apis), LOADING_THREADS), thread_name_prefix="mockserver-load") as pool:
+        futures = {api.name: pool.submit(load, api) for api in apis}
+    loaded: dict[str, Pipeline] = {}
+    failures: dict[str, LoadError | StateError] = {}
+    for name, future in futures.items():
+        error = future.exception()
+        if error is None:
+            loaded[name] = future.result()
+        elif isinstance(error, (LoadError, StateError)):
+            failures[name] = error
+        else:
+            raise error
+    if failures:
+        raise ApisFailed(failures)
+    return loaded
+
+
+def create_apps(apis: list[Api], options: Options | None = None, *, control: bool = True,
+                control_token: str | None = None, watch: bool = False, loaded: dict[str, Pipeline] | None = None,
+                control_origins: tuple[str, ...] = (), metrics: bool = False, otel: bool = False,
+                **fields: Any) -> MockFlask:
+    """A mock of several APIs (web/mounts.py): each answers at its mount with its own pipeline and store, and
+    the control API and its pages act on the one a call names (`?api=`); otherwise as `create_app`. Raises
+    ValueError for two APIs with one name or one mount, ApisFailed when some cannot be loaded. `loaded` is what
+    `load_apis` made already, by name."""
+    check_mounts(apis)
+    origins = ControlOrigins(tuple(control_origins), control_token)
+    if loaded is None:
+        loaded = load_apis(apis, with_fields(options, fields if control else {"dashboard": False, **fields}))
+    mounts = Mounts([(api, _mock_app(loaded[api.name], api.spec, api.fixtures, watch)) for api in apis])
+    _observe(mounts.mocks, metrics, otel)
+    app = MockFlask(mounts.first, control, mounts)
+    if control:
+        def named() -> MockApp:
+            return mounts.named(request.args.get(API_PARAM) or (request.view_args or {}).get(API_PARAM))
+
+        def named_or_first() -> Pipeline:
+            """The API a call names, or the first when it names none it can use: its envelope renders the
+            refusal, its secrets mask a preflight's query."""
+            try:
+                return named().pipeline
+            except MockError:
+                return mounts.first.pipeline
+
+        _install_control(app, lambda: named().pipeline, named_or_first, control_token, origins, None,
+                         lambda: named().outgoing, mounts.mocks)
+    return app
+
+
+def _mock_app(loaded: Pipeline, spec: Path, fixtures: Path | None, watch: bool, proxy: Proxy | None = None) -> MockApp:
+    """The mock app of one description; `watch`: reloaded when a file changes, on the same options and store."""
+    settings, store = loaded.options, loaded.store
 
     def build() -> Pipeline:
-        return Pipeline.load(spec_path, fixtures_path, settings, store)
+        return Pipeline.load(spec, fixtures, settings, store)
 
     mock = MockApp(loaded, handle=proxy.handle if proxy else None)
-    if metrics:
-        mock.metrics = Metrics(loaded.spec.title, lambda: mock.pipeline)
-    if otel:
-        tracing.use(OtelTracing(loaded.spec.title))
     if loaded.callbacks.triggers or loaded.spec.webhooks:  # replicas on one store claim each other's calls too
         mock.outgoing.ensure_started()
     if watch:
-        mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures_path)
-    app = MockFlask(mock, control)
-    if control:
-        app.config["MAX_CONTENT_LENGTH"] = settings.max_body  # the control API's limit: 413 before reading the body
-        control_api = control_blueprint(lambda: mock.pipeline, drift=proxy.drift if proxy else None,
-                                        metrics=mock.metrics)
-        pages, data = dashboard_blueprints(lambda: mock.pipeline)
-        control_api.register_blueprint(data)  # the dashboard's data: behind the control token
-        control_api.register_blueprint(outgoing_blueprint(lambda: mock.pipeline, mock.outgoing))
-        app.before_request(mock.ensure_reloader)
-        install(app, lambda: mock.pipeline, control_token, origins, lambda e: _envelope(mock.pipeline, e),
-                open_blueprint=pages.name)  # the pages themselves ask for the token
-        app.register_blueprint(control_api)
-        app.register_blueprint(pages)
-    return app
+        mock.reloader = Reloader(build, lambda: mock.pipeline, mock.swap, fixtures)
+    return mock
+
+
+def _install_control(app: MockFlask, current: Callable[[], Pipeline], fallback: Callable[[], Pipeline],
+                     token: str | None, origins: ControlOrigins, drift: DriftLog | None,
+                     outgoing: Callable[[], Outgoing], apis: dict[str, MockApp] | None = None) -> None:
+    """The control API and its pages on `app`, acting on `current()` (with `apis`, several: the one a call
+    names, whose calls out are `outgoing()`); `fallback()` is the same, or any API where a call names none, for
+    what every call needs of one (the envelope of its refusal)."""
+    mocks = list(apis.values()) if apis else [app.mock]
+    app.config["MAX_CONTENT_LENGTH"] = app.mock.pipeline.options.max_body  # 413 before reading the body
+    every = (lambda: {name: mock.pipeline for name, mock in apis.items()}) if apis else None
+    control_api = control_blueprint(current, drift=drift, metrics=app.mock.metrics, every=every)
+    pages, data = dashboard_blueprints(current, tuple(apis or ()))
+    control_api.register_blueprint(data)  # the dashboard's data: behind the control token
+    control_api.register_blueprint(outgoing_blueprint(current, outgoing))
+
+    def start_reloaders() -> None:
+        for mock in mocks:
+            mock.ensure_reloader()
+
+    app.before_request(start_reloaders)
+    install(app, fallback, token, origins, lambda e: _envelope(fallback(), e),
+            open_blueprint=pages.name)  # the pages ask for the token
+    app.register_blueprint(control_api)
+    app.register_blueprint(pages)
 
 
 def pipeline_of(app: Flask) -> Pipeline:

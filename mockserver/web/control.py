@@ -34,6 +34,7 @@ from .mock_app import access_log, log_access
 from .wsgi import raw_path
 
 PREFIX = "/__mock"
+API_PARAM = "api"  # on a mock of several APIs, the one a call is for: /__mock/requests?api=pets
 DESCRIPTION = Path(__file__).with_name("control_openapi.yaml")
 CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ALLOW_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")  # an Allow header's methods, in this order
@@ -42,22 +43,37 @@ Render = Callable[[MockError], Response]
 
 
 def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = None,
-                      metrics: Metrics | None = None) -> Blueprint:
+                      metrics: Metrics | None = None,
+                      every: Callable[[], dict[str, Pipeline]] | None = None) -> Blueprint:
     """The control API's endpoints, below the prefix it is mounted at (`PREFIX`); `current()` is the state being
     served (a reload swaps it); `drift` (in proxy mode) is served at /__mock/drift, `metrics` (--metrics) at
-    /__mock/metrics. `install` guards them and renders their errors."""
+    /__mock/metrics. On a mock of several APIs `current()` is the one a call names (`?api=`), and `every()` all of
+    them by name: the health without a name is theirs together (a probe names none), and answers name their API.
+    `install` guards them and renders their errors."""
     bp = Blueprint("control", __name__)
 
     def ok(payload: Any, status: int = 200) -> Response:
         return Response(json.dumps(payload), status=status, content_type="application/json")
 
-    @bp.get("/health")
-    def health() -> Response:
-        pipeline = current()  # once: a reload may swap the state between two reads
+    def one_health(pipeline: Pipeline) -> dict[str, Any]:
+        """Its state, and on a mock of several where it is mounted (what `contract --api` and `diff --api` ask)."""
         pipeline.store.probe()
         state = pipeline.store.describe()
-        return ok({"status": "ok" if state["available"] else "state-unavailable", "title": pipeline.spec.title,
-                   "operations": len(pipeline.spec.operations), "state": state}, 200 if state["available"] else 503)
+        settings = pipeline.options
+        mounted = {} if settings.api is None else {"host": settings.mount_host, "prefix": settings.mount,
+                                                   "basePath": pipeline.base_path}
+        return named(pipeline, {"status": "ok" if state["available"] else "state-unavailable",
+                                "title": pipeline.spec.title, "operations": len(pipeline.spec.operations),
+                                **mounted, "state": state})
+
+    @bp.get("/health")
+    def health() -> Response:
+        if every is not None and API_PARAM not in request.args:
+            apis = [one_health(pipeline) for pipeline in every().values()]
+            up = all(api["status"] == "ok" for api in apis)
+            return ok({"status": "ok" if up else "state-unavailable", "apis": apis}, 200 if up else 503)
+        found = one_health(current())  # once: a reload may swap the state between two reads
+        return ok(found, 200 if found["status"] == "ok" else 503)
 
     @bp.get("/metrics")
     def metrics_text() -> Response:
@@ -85,7 +101,7 @@ def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = 
             if exc.rule == "unique":
                 raise MockError(409, str(exc), code="conflict", details={"pointer": exc.pointer}) from None
             prefix = f"/{exc.index}" if isinstance(given, list) else ""
-            raise _bad(str(exc), prefix + exc.pointer, exc.rule) from None
+            raise bad_input(str(exc), prefix + exc.pointer, exc.rule) from None
         return ok({"scenarios": shown} if isinstance(given, list) else shown[0], 201)
 
     @bp.delete("/scenarios")
@@ -119,14 +135,14 @@ def control_blueprint(current: Callable[[], Pipeline], drift: DriftLog | None = 
             try:
                 filters[name] = kind(raw)
             except ValueError:
-                raise _bad(f"query parameter {name!r} must be an integer", f"/{name}", "type", "query") from None
+                raise bad_input(f"query parameter {name!r} must be an integer", f"/{name}", "type", "query") from None
         pipeline = current()
         session = session_param(pipeline)
         pipeline.store.sync()
         entries = pipeline.journal.entries(operation_id=filters.get("operationId"), status=filters.get("status"),
                                            method=filters.get("method"), path_prefix=filters.get("path"),
                                            since=filters.get("since"), limit=filters.get("limit"), session=session)
-        return ok({"requests": [e.as_dict() for e in entries]})
+        return ok({"requests": [named(pipeline, e.as_dict()) for e in entries]})
 
     @bp.delete("/requests")
     def clear_journal() -> Response:
@@ -227,6 +243,11 @@ def install(app: Flask, current: Callable[[], Pipeline], token: str | None, orig
         return render(MockError(500, "the mock failed to answer; see its log", code="mock-internal-error"))
 
 
+def named(pipeline: Pipeline, shown: dict[str, Any]) -> dict[str, Any]:
+    """What a control call shows of an API, tagged with its name on a mock of several (`"api"`)."""
+    return shown if pipeline.options.api is None else {"api": pipeline.options.api, **shown}
+
+
 def refusal(exc: HTTPException) -> MockError:
     """What werkzeug refused, as the control API says it: a path no endpoint takes (404), a path whose endpoints
     take other methods (405, with Allow), a body too large, a request it could not read."""
@@ -270,14 +291,14 @@ def session_param(pipeline: Pipeline) -> str | None:
 def _json_body(max_depth: int) -> Any:
     """The call's JSON, read by the API's own checked parser: nothing is taken that cannot be served back."""
     if not request.data:
-        raise _bad("a JSON body is required", "", "required")
+        raise bad_input("a JSON body is required", "", "required")
     try:
         return parse_json(request.data, max_depth)
     except JsonRefused as exc:
-        raise _bad(exc.message, exc.pointer, exc.rule) from None
+        raise bad_input(exc.message, exc.pointer, exc.rule) from None
 
 
-def _bad(message: str, pointer: str, rule: str, location: str = "body") -> MockError:
+def bad_input(message: str, pointer: str, rule: str, location: str = "body") -> MockError:
     return MockError(400, message, details={"violations": [
         {"parameter": "body" if location == "body" else pointer.strip("/"), "in": location, "pointer": pointer,
          "rule": rule, "message": message}]})

@@ -31,7 +31,7 @@ from ..pipeline.fixture_values import caller_for, derive, usable_token
 from ..pipeline.pipeline import Pipeline
 from ..spec.bundle import bundle
 from ..spec.index import Operation, SpecIndex, examples_of
-from .control import PREFIX, session_param
+from .control import API_PARAM, PREFIX, named, session_param
 
 SWAGGER_UI = str(files("flask_swagger_ui") / "dist")
 DESCRIPTION_PATH = "/docs/description/"
@@ -60,8 +60,10 @@ class _View:
     bundled: BoundedCache[tuple[str, str], bytes] = field(default_factory=lambda: BoundedCache(16))
 
 
-def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Blueprint]:
-    """(pages, data): register `pages` on the app and `data` inside the control blueprint, whose token guards it."""
+def dashboard_blueprints(current: Callable[[], Pipeline], apis: tuple[str, ...] = ()) -> tuple[Blueprint, Blueprint]:
+    """(pages, data): register `pages` on the app and `data` inside the control blueprint, whose token guards it.
+    On a mock of several APIs (`apis`, their names) each page is for the one its `?api=` names, and the
+    dashboard links to the others."""
     pages = Blueprint("dashboard", __name__, static_folder="static", static_url_path="/static",
                       template_folder="templates")
     data = Blueprint("dashboard_data", __name__)
@@ -80,18 +82,21 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
     def dashboard() -> str:
         pipeline, shown = view()
         model = {op.op.id: {"statuses": op.op.declared_statuses} for group in shown.groups.values() for op in group}
-        return render_template("dashboard.html", title=pipeline.spec.title, groups=shown.groups, model=model)
+        return render_template("dashboard.html", title=pipeline.spec.title, groups=shown.groups, model=model,
+                               apis=apis, api=pipeline.options.api)
 
     @pages.get("/docs")
     def docs() -> str:
         pipeline, shown = view()
-        return render_template("docs.html", title=pipeline.spec.title,
-                               description_url=PREFIX + DESCRIPTION_PATH + shown.root)
+        api = pipeline.options.api  # each API's documents under a path of its own: their relative $refs resolve
+        return render_template("docs.html", title=pipeline.spec.title, description_url=PREFIX + (
+            f"/apis/{api}" if api else "") + DESCRIPTION_PATH + shown.root)
 
     @pages.get("/coverage.html")
     def coverage_page() -> str:
         """The coverage as a page (its data comes from /__mock/coverage, which the control token guards)."""
-        return render_template("coverage.html", title=view()[0].spec.title)
+        pipeline = view()[0]
+        return render_template("coverage.html", title=pipeline.spec.title, api=pipeline.options.api)
 
     @pages.get("/docs/assets/<path:name>")
     def swagger_ui(name: str) -> Response:
@@ -103,7 +108,7 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
         session = session_param(pipeline)
         pipeline.store.sync()
         report = pipeline.coverage.measure(*pipeline.journal.calls(session))
-        return Response(json.dumps(report.as_dict()), content_type="application/json")
+        return Response(json.dumps(named(pipeline, report.as_dict())), content_type="application/json")
 
     @data.get("/callers")
     def callers() -> Response:
@@ -120,13 +125,14 @@ def dashboard_blueprints(current: Callable[[], Pipeline]) -> tuple[Blueprint, Bl
             raise MockError(404, f"no description.{suffix}: ask for {PREFIX}/description.json or .yaml",
                             code="not-found")
         pipeline, shown = view()
-        server = request.host_url.rstrip("/") + pipeline.spec.base_path
+        server = request.host_url.rstrip("/") + pipeline.base_path
         text = shown.bundled.made(
             (suffix, server), lambda: _dumped(_as_served(pipeline.spec, bundle(pipeline.spec.docs), server), suffix))
         return Response(text, content_type="application/yaml" if suffix == "yaml" else "application/json")
 
     @data.get(DESCRIPTION_PATH + "<path:name>")
-    def description(name: str) -> Response:
+    @data.get(f"/apis/<{API_PARAM}>" + DESCRIPTION_PATH + "<path:name>")  # `current()` reads the API's name there
+    def description(name: str, api: str | None = None) -> Response:
         document = view()[1].description.get(name)
         if document is None:
             raise MockError(404, f"no document {name!r} in the description", code="not-found")
@@ -146,8 +152,8 @@ def _build_view(pipeline: Pipeline) -> _View:
         groups.setdefault(group, []).append(OperationView(
             op, _fixture_items(pipeline, op.id),
             [int(s) for s in op.declared_statuses if s.isdigit() and int(s) >= 400],
-            _sample_url(spec, op, held.get(op.id, {})), _sample_body(op)))
-    root, description = _description_files(spec)
+            _sample_url(spec, op, held.get(op.id, {}), pipeline.base_path), _sample_body(op)))
+    root, description = _description_files(spec, pipeline.base_path)
     return _View(groups, description, root)
 
 
@@ -174,7 +180,7 @@ def _sample(spec: SpecIndex, op: Operation, location: str, required_only: bool) 
     return found
 
 
-def _sample_url(spec: SpecIndex, op: Operation, held: dict[tuple[str, str], Any]) -> str:
+def _sample_url(spec: SpecIndex, op: Operation, held: dict[tuple[str, str], Any], base_path: str) -> str:
     """The "Try" form's first URL: values the fixtures hold (a first click answers, not 404), else the
     description's examples."""
     def sample(location: str) -> dict[str, str]:
@@ -186,7 +192,7 @@ def _sample_url(spec: SpecIndex, op: Operation, held: dict[tuple[str, str], Any]
     for name, value in sample("path").items():
         path = path.replace("{" + name + "}", quote(value, safe=""))
     query = urlencode({**op.query_match, **sample("query")}, safe=",")
-    return spec.base_path + path + (f"?{query}" if query else "")
+    return base_path + path + (f"?{query}" if query else "")
 
 
 def _sample_body(op: Operation) -> str | None:
@@ -197,7 +203,7 @@ def _sample_body(op: Operation) -> str | None:
     return json.dumps(example, indent=2) if example is not None else ""
 
 
-def _description_files(spec: SpecIndex) -> tuple[str, dict[str, bytes]]:
+def _description_files(spec: SpecIndex, base_path: str) -> tuple[str, dict[str, bytes]]:
     """Every document of the description as JSON, by its path relative to their common folder, so the relative
     `$ref`s between them resolve in the browser as they do on disk."""
     paths = {uri: Path(doc.path).resolve() for uri, doc in spec.docs.documents.items()}
@@ -209,7 +215,7 @@ def _description_files(spec: SpecIndex) -> tuple[str, dict[str, bytes]]:
         data = doc.data
         if doc is spec.docs.root:
             root = name
-            data = _as_served(spec, data, spec.base_path or "/")
+            data = _as_served(spec, data, base_path or "/")
         served[name] = json.dumps(data, default=str).encode()
     return root, served
 

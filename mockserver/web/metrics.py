@@ -30,11 +30,10 @@ BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 class Metrics:
     """The counters of one process (a worker), and the text a scrape answers."""
 
-    def __init__(self, api: str, current: Callable[[], Pipeline]) -> None:
+    def __init__(self, apis: Callable[[], dict[str, Pipeline]]) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram, values
 
-        self.api = api
-        self._current = current  # the pipeline being served (a reload swaps it)
+        self._apis = apis  # the pipelines being served, by API name (a reload swaps one)
         self._multiprocess = bool(os.environ.get(MULTIPROCESS_DIR))
         if self._multiprocess and values.ValueClass is values.MutexValue:
             raise RuntimeError(f"{MULTIPROCESS_DIR} was set after prometheus_client was imported: the counts "
@@ -44,20 +43,20 @@ class Metrics:
                                  ("api", "operation", "status", "source"), registry=self._own)
         self._seconds = Histogram("mockserver_request_duration_seconds", "Time to answer, a scenario's latency "
                                   "included", ("api", "operation"), buckets=BUCKETS, registry=self._own)
-        self._counted: dict[tuple[str, int, str], Any] = {}  # label children, made once: a lookup per request
-        self._timed: dict[str, Any] = {}
+        self._counted: dict[tuple[str, str, int, str], Any] = {}  # label children, made once: a lookup a request
+        self._timed: dict[tuple[str, str], Any] = {}
 
-    def answered(self, operation: str | None, status: int, source: str, seconds: float) -> None:
-        """One answer of the described API (the request path: two dictionary lookups and two increments)."""
+    def answered(self, api: str, operation: str | None, status: int, source: str, seconds: float) -> None:
+        """One answer of a described API (the request path: two dictionary lookups and two increments)."""
         op = operation or UNMATCHED
-        key = (op, status, source)
+        key = (api, op, status, source)
         counter = self._counted.get(key)
         if counter is None:
-            counter = self._counted[key] = self._requests.labels(self.api, op, str(status), source)
+            counter = self._counted[key] = self._requests.labels(api, op, str(status), source)
         counter.inc()
-        timer = self._timed.get(op)
+        timer = self._timed.get((api, op))
         if timer is None:
-            timer = self._timed[op] = self._seconds.labels(self.api, op)
+            timer = self._timed[(api, op)] = self._seconds.labels(api, op)
         timer.observe(seconds)
 
     def scrape(self) -> bytes:
@@ -71,7 +70,7 @@ class Metrics:
             MultiProcessCollector(registry)
         else:
             registry = self._own
-        gauges = _StateGauges(self.api, self._current())
+        gauges = _StateGauges(self._apis())
         registry.register(gauges)
         try:
             return generate_latest(registry)
@@ -80,28 +79,26 @@ class Metrics:
 
 
 class _StateGauges:
-    """What the state holds now, read at scrape time."""
+    """What the state of each API holds now, read at scrape time."""
 
-    def __init__(self, api: str, pipeline: Pipeline) -> None:
-        self.api, self.pipeline = api, pipeline
+    def __init__(self, apis: dict[str, Pipeline]) -> None:
+        self.apis = apis
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
-        store = self.pipeline.store
         available = GaugeMetricFamily("mockserver_state_available", "1 while the state store can be reached",
                                       labels=("api", "backend"))
-        state = store.describe()
-        available.add_metric((self.api, str(state["backend"])), 1.0 if state["available"] else 0.0)
-        yield available
-        if not state["available"]:
-            return  # nothing more can be read: said by the gauge above
         sessions = GaugeMetricFamily("mockserver_sessions", "Sessions the mock knows (until --session-ttl idle)",
                                      labels=("api",))
-        sessions.add_metric((self.api,), float(len(store.sessions())))
-        yield sessions
         items = GaugeMetricFamily("mockserver_stored_items", "Items in each collection the whole mock serves "
                                   "(sessions' own writes not included)", labels=("api", "collection"))
-        for collection in self.pipeline.answers.collections(None, shown=0):
-            items.add_metric((self.api, collection["name"]), float(collection["count"]))
-        yield items
+        for api, pipeline in self.apis.items():
+            state = pipeline.store.describe()
+            available.add_metric((api, str(state["backend"])), 1.0 if state["available"] else 0.0)
+            if not state["available"]:
+                continue  # nothing more can be read: said by the gauge above
+            sessions.add_metric((api,), float(len(pipeline.store.sessions())))
+            for collection in pipeline.answers.collections(None, shown=0):
+                items.add_metric((api, collection["name"]), float(collection["count"]))
+        yield from (available, sessions, items)

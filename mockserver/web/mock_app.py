@@ -48,6 +48,7 @@ class MockApp:
         self.proxied = handle is not None  # its answers wait on the network
         self.reloader: Reloader | None = None  # --watch: it knows the files as they were loaded
         self.metrics: Metrics | None = None  # --metrics: counted per answer
+        self.name = pipeline.options.api or pipeline.spec.title  # what metrics and traces call its API
         self._reloader_pid = 0
         self.outgoing = Outgoing(lambda: self.pipeline)  # the callbacks and webhooks it sends
 
@@ -75,7 +76,7 @@ class MockApp:
             log_access(request.method, request.path, pipeline.secrets.query_string(request.query_string), 204,
                        _ms_since(started), "cors")
             return Answer(204, list(preflight_headers(request.headers).items()), b"")
-        with tracing.request(request.method, request.path):
+        with tracing.request(self.name, request.method, request.path):
             try:
                 result = self.handle(pipeline, request)
             except Exception:
@@ -83,16 +84,16 @@ class MockApp:
                 result = pipeline.error_response(MockError(500, "the mock failed to answer; see its log",
                                                            code="mock-internal-error"),
                                                  pipeline.request_id(request), None)
-            return self._finish(pipeline, request, result, started)
+            return self.finish(pipeline, request, result, started)
 
     def refuse(self, request: MockRequest, error: MockError, started: float) -> Answer:
         """`error` as the answer to a request a transport will not pass on (its body too slow, too many bodies at
         once), in the API's envelope, journaled like any other."""
         pipeline = self.pipeline
-        return self._finish(pipeline, request, pipeline.error_response(error, pipeline.request_id(request), None),
+        return self.finish(pipeline, request, pipeline.error_response(error, pipeline.request_id(request), None),
                             started)
 
-    def _finish(self, pipeline: Pipeline, request: MockRequest, result: MockResponse, started: float) -> Answer:
+    def finish(self, pipeline: Pipeline, request: MockRequest, result: MockResponse, started: float) -> Answer:
         """The answer's headers (CORS too), once it is in the journal and the access log; its time counts the
         latency the transport is about to wait."""
         out_headers = dict(result.headers)
@@ -104,7 +105,7 @@ class MockApp:
         query = pipeline.journal.record(request, result, out_headers, took_ms)
         log_access(request.method, request.path, query, result.status, took_ms, result.source, result.operation_id)
         if self.metrics is not None:
-            self.metrics.answered(result.operation_id, result.status, result.source, took_ms / 1000)
+            self.metrics.answered(self.name, result.operation_id, result.status, result.source, took_ms / 1000)
         tracing.answered(result.status, result.operation_id, result.source)
         self.outgoing.after(pipeline, request, result)
         body = sent_body(result.disconnect, result.body) if result.disconnect else result.body

@@ -31,7 +31,7 @@ def missing() -> str | None:
 class OtelTracing:
     """The spans of this process's requests, batched to an OTLP collector."""
 
-    def __init__(self, api: str) -> None:
+    def __init__(self) -> None:
         from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
@@ -47,11 +47,10 @@ class OtelTracing:
         self._tracer = provider.get_tracer("mockserver")
         self._current_span = trace.get_current_span
         self._server = trace.SpanKind.SERVER
-        self.api = api
 
-    def request(self, method: str, path: str) -> AbstractContextManager[Any]:
+    def request(self, api: str, method: str, path: str) -> AbstractContextManager[Any]:
         return self._tracer.start_as_current_span(method, kind=self._server, attributes={
-            "http.request.method": method, "url.path": path, "mockserver.api": self.api})
+            "http.request.method": method, "url.path": path, "mockserver.api": api})
 
     def stage(self, name: str) -> AbstractContextManager[Any]:
         return self._tracer.start_as_current_span(name)

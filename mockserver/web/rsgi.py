@@ -33,17 +33,20 @@ from .wsgi import WSGIApp, encoded_path
 
 if TYPE_CHECKING:
     from .app import MockFlask
+    from .mounts import Mounts
 
 T = TypeVar("T")
 _SESSION = SESSION_HEADER.lower()
 
 
 class MockRSGI:
-    """The mock app, and the control API's WSGI app (None without one) mounted under its prefix, over RSGI."""
+    """The mock app (or the apps of several APIs, `mounts`: web/mounts.py), and the control API's WSGI app (None
+    without one) mounted under its prefix, over RSGI."""
 
     def __init__(self, mock: MockApp, control: WSGIApp | None, threads: int, body_timeout: float,
-                 max_bodies: int) -> None:
+                 max_bodies: int, mounts: Mounts | None = None) -> None:
         self.mock = mock
+        self.mounts = mounts
         self.control = control
         # made in the worker, after the fork (serving._worker_app); their threads start on first use
         self._control_pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver-control")
@@ -55,7 +58,7 @@ class MockRSGI:
     @classmethod
     def of(cls, app: MockFlask, threads: int, body_timeout: float, max_bodies: int) -> MockRSGI:
         """The app `create_app` made, over RSGI."""
-        return cls(app.mock, app.control, threads, body_timeout, max_bodies)
+        return cls(app.mock, app.control, threads, body_timeout, max_bodies, app.mounts)
 
     def __rsgi_del__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._control_pool.shutdown(wait=False)
@@ -68,10 +71,11 @@ class MockRSGI:
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
         headers = _headers(scope.headers)
-        mock = self.mock
         request = MockRequest(scope.method, _raw(scope.path), scope.query_string, headers)
+        mounts = self.mounts
+        mock = self.mock if mounts is None else mounts.pick(headers.get("host"), request.path)
         if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
-            refused = await self._read_body(proto, request, started)
+            refused = await self._read_body(proto, request, started, mock or self.mock)
             if refused is not None:
                 proto.response_bytes(refused.status, [*refused.headers, ("Connection", "close")], refused.body)
                 return
@@ -80,6 +84,11 @@ class MockRSGI:
             status, out, chunks = await _in(self._control_pool, _wsgi_call, self.control, scope, script, path_info,
                                             request)
             proto.response_bytes(status, out, chunks)
+            return
+        if mock is None:
+            assert mounts is not None  # only a mock of several APIs has paths no API takes
+            answer = mounts.unmounted(request, started)
+            proto.response_bytes(answer.status, answer.headers, answer.body)
             return
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
         run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(request.method, request.path) else _now
@@ -93,19 +102,19 @@ class MockRSGI:
 
     __call__ = __rsgi__
 
-    async def _read_body(self, proto: Any, request: MockRequest, started: float) -> Answer | None:
-        """The request's body, into `request`, chunk by chunk under the deadline; or the refusal to answer at once
-        (the connection is closed after it, so what is left of the body is never read)."""
+    async def _read_body(self, proto: Any, request: MockRequest, started: float, mock: MockApp) -> Answer | None:
+        """The request's body, into `request`, chunk by chunk under the deadline (`mock`'s limit); or the refusal
+        to answer at once (the connection is closed after it, so what is left of the body is never read)."""
         if self._bodies >= self.max_bodies:
-            return self.mock.refuse(request, MockError(
+            return mock.refuse(request, MockError(
                 503, f"the mock is reading {self.max_bodies} request bodies already (--backpressure); try again",
                 code="mock-busy", headers={"Retry-After": "1"}), started)
         self._bodies += 1
         try:
             async with asyncio.timeout(self.body_timeout):
-                request.body = await _body(proto, self.mock.body_limit())
+                request.body = await _body(proto, mock.body_limit())
         except TimeoutError:
-            return self.mock.refuse(request, MockError(
+            return mock.refuse(request, MockError(
                 408, f"the request's body did not arrive within {self.body_timeout:g} s (--body-timeout)",
                 code="request-timeout"), started)
         finally:

@@ -13,13 +13,14 @@ from flask import Blueprint, Response, request
 
 from ..base.errors import MockError
 from ..pipeline.pipeline import Pipeline
-from .control import _bad, _json_body, session_param
+from .control import _json_body, bad_input, session_param
 from .outgoing import Outgoing
 
 
-def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> Blueprint:
+def outgoing_blueprint(current: Callable[[], Pipeline], sender: Callable[[], Outgoing]) -> Blueprint:
     """The control API's endpoints for outgoing calls: their journal, the webhooks, their subscriptions and the
-    firing of one (registered beside the others, behind the same guard and error rendering)."""
+    firing of one (registered beside the others, behind the same guard and error rendering); `sender()` is the
+    sender of the API `current()` is."""
     bp = Blueprint("outgoing", __name__)
 
     def ok(payload: Any, status: int = 200) -> Response:
@@ -37,7 +38,7 @@ def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> B
     def webhooks() -> Response:
         pipeline = current()
         pipeline.store.check()
-        subscribers = outgoing.subscribers(pipeline)
+        subscribers = sender().subscribers(pipeline)
         return ok({"webhooks": [{"name": name, "methods": [hook.method for hook in hooks],
                                  "subscribers": subscribers.get(name, [])}
                                 for name, hooks in pipeline.spec.webhooks.items()],
@@ -49,17 +50,17 @@ def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> B
         pipeline = current()
         given = _json_body(pipeline.options.max_depth)
         if not isinstance(given, dict):
-            raise _bad("the body is an object: {\"webhook\": NAME, \"url\": URL}", "", "type")
+            raise bad_input("the body is an object: {\"webhook\": NAME, \"url\": URL}", "", "type")
         for field in ("webhook", "url"):
             if not isinstance(given.get(field), str):
-                raise _bad(f"{field!r} is required, a string", f"/{field}", "required")
+                raise bad_input(f"{field!r} is required, a string", f"/{field}", "required")
         name, url = given["webhook"], given["url"]
         _known(pipeline, name)
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-            raise _bad(f"{url!r} is not an http(s) URL", "/url", "format")
+            raise bad_input(f"{url!r} is not an http(s) URL", "/url", "format")
         pipeline.store.check()
         pipeline.store.subscribe(name, url)
-        return ok({"webhook": name, "url": url, "subscribers": outgoing.subscribers(pipeline)[name]}, 201)
+        return ok({"webhook": name, "url": url, "subscribers": sender().subscribers(pipeline)[name]}, 201)
 
     @bp.post("/webhooks/<name>")
     def fire(name: str) -> Response:
@@ -69,20 +70,20 @@ def outgoing_blueprint(current: Callable[[], Pipeline], outgoing: Outgoing) -> B
         _known(pipeline, name)
         given = _json_body(pipeline.options.max_depth) if request.data else {}
         if not isinstance(given, dict) or set(given) - {"body", "url"}:
-            raise _bad("the body is an object with an optional 'body' (the event's) and 'url' (where to send it)",
+            raise bad_input("the body is an object with an optional 'body' (the event's) and 'url' (where to send it)",
                        "", "type")
         pipeline.store.check()
         if "url" in given:
             if not isinstance(given["url"], str):
-                raise _bad("'url' is a string", "/url", "type")
+                raise bad_input("'url' is a string", "/url", "type")
             urls = [given["url"]]
         else:
-            urls = outgoing.subscribers(pipeline).get(name, [])
+            urls = sender().subscribers(pipeline).get(name, [])
         if not urls:
             raise MockError(409, f"no URL is subscribed to the webhook {name!r}: POST /__mock/webhooks/subscriptions "
                                  "first, or give a 'url'", code="conflict")
         calls = pipeline.callbacks.webhook(name, urls, given.get("body"), None, time.time())
-        return ok({"webhook": name, "queued": outgoing.queue(pipeline, calls)}, 202)
+        return ok({"webhook": name, "queued": sender().queue(pipeline, calls)}, 202)
 
     return bp
 

@@ -8,11 +8,14 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..base.http import MockRequest
 from .mock_app import TRUNCATE_FLUSH_S, Answer, MockApp
+
+if TYPE_CHECKING:
+    from .mounts import Mounts
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -48,21 +51,29 @@ def encoded_path(decoded: str | bytes) -> str:
 
 
 class MockWSGI:
-    """The mock app as a WSGI app: translation only."""
+    """The mock app as a WSGI app, or the apps of several APIs (`mounts`, web/mounts.py): translation only."""
 
-    def __init__(self, mock: MockApp) -> None:
+    def __init__(self, mock: MockApp, mounts: Mounts | None = None) -> None:
         self.mock = mock
+        self.mounts = mounts
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
+        path = raw_path(environ)
+        mounts = self.mounts
+        mock = self.mock if mounts is None else mounts.pick(environ.get("HTTP_HOST"), path)
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        body = environ["wsgi.input"].read(min(length, self.mock.body_limit())) if length > 0 else b""
-        answer = self.mock.respond(MockRequest(environ.get("REQUEST_METHOD", "GET"), raw_path(environ),
-                                               environ.get("QUERY_STRING", ""), request_headers(environ), body),
-                                   started)
+        body = environ["wsgi.input"].read(min(length, (mock or self.mock).body_limit())) if length > 0 else b""
+        request = MockRequest(environ.get("REQUEST_METHOD", "GET"), path, environ.get("QUERY_STRING", ""),
+                              request_headers(environ), body)
+        if mock is None:
+            assert mounts is not None  # only a mock of several APIs has paths no API takes
+            answer = mounts.unmounted(request, started)
+        else:
+            answer = mock.respond(request, started)
         if answer.delay_s:
             time.sleep(answer.delay_s)
         start_response(status_line(answer.status), answer.headers)

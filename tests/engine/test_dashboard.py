@@ -471,3 +471,27 @@ def test_a_request_let_through_shows_its_violations_in_the_journal(browser):
         expect(counted.locator("td").first).to_have_text("1 call")  # counted in coverage too
         page.context.close()
         assert outside == []
+
+
+@pytest.mark.slow
+def test_one_dashboard_switches_between_the_apis_of_a_mock_of_several(browser):
+    """Each API's page makes its calls with its `?api=`: its operations, its journal, and links to the others."""
+    pets = Path(__file__).parent.parent / "data" / "pets"
+    with serving("--log-level", "warning", "--api", f"kindgi={KINDGI_SPEC},fixtures={KINDGI_FIXTURES},prefix=/kindgi",
+                 "--api", f"pets={pets / 'openapi.yaml'},fixtures={pets / 'fixtures'},prefix=/pets-api") as (_, port):
+        mock = f"http://127.0.0.1:{port}"
+        page, outside = open_page(browser, mock)
+        page.goto(mock + "/__mock/?api=pets")
+        expect(card(page, "getPet")).to_be_visible()
+        call_url(mock, "/pets-api/pets/1")
+        call_url(mock, "/kindgi/v1/test-sets?limit=1")
+        expect(page.locator("#journal tbody tr")).to_have_count(1)  # the pets call, not Kindgi's
+        expect(page.locator("#journal tbody tr")).to_contain_text("/pets-api/pets/1")
+        expect(page.locator("#problem")).to_be_hidden()  # its health, asked with ?api=pets, is fine
+        page.get_by_role("link", name="kindgi", exact=True).click()
+        expect(page).to_have_url(mock + "/__mock/?api=kindgi")
+        expect(card(page, "listTestSets").locator("input[name=url]")).to_have_value(re.compile(r"^/kindgi/v1/"))
+        expect(page.locator("#journal tbody tr")).to_have_count(1)
+        expect(page.locator("#journal tbody tr")).to_contain_text("/kindgi/v1/test-sets")
+        page.context.close()
+    assert outside == []

@@ -228,7 +228,7 @@
   // meanwhile), or no answer from the mock at all.
   async function problem() {
     try {
-      const health = await (await fetch("/__mock/health", { headers: Mock.withToken() })).json();
+      const health = await (await fetch(Mock.url("health"), { headers: Mock.withToken() })).json();
       if (health.status === "state-unavailable") {
         return `its state store is unavailable: ${health.state.reason || "no reason given"} `
           + "(the API answers 503 mock-state-unavailable)";

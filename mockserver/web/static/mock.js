@@ -4,6 +4,8 @@
 const Mock = (() => {
   const PREFIX = "/__mock/";
   const TOKEN = "mockserver.controlToken";
+  // on a mock of several APIs the page is for one of them (its ?api=), and so is each call it makes
+  const API = new URLSearchParams(location.search).get("api");
   let asking = null;
 
   function askToken(refused) {
@@ -28,13 +30,18 @@ const Mock = (() => {
     return token ? { ...headers, "X-Mock-Control-Token": token } : headers;
   }
 
+  // the URL of /__mock/<path>, for the page's API
+  function url(path) {
+    return PREFIX + path + (API === null ? "" : `${path.includes("?") ? "&" : "?"}api=${encodeURIComponent(API)}`);
+  }
+
   // fetch /__mock/<path>; `json` is sent as the body. Resolves to the answer's JSON, or throws its message.
   // A call that changes the mock says JSON even without a body: the control API refuses one that does not (what
   // a page of another origin could send unasked).
   async function call(path, { method = "GET", json } = {}) {
     for (;;) {
       const headers = withToken(method === "GET" ? {} : { "Content-Type": "application/json" });
-      const response = await fetch(PREFIX + path, {
+      const response = await fetch(url(path), {
         method, headers, body: json === undefined ? undefined : JSON.stringify(json),
       });
       if (response.status === 401) {
@@ -55,5 +62,5 @@ const Mock = (() => {
     return parsed.origin === location.origin && parsed.pathname.startsWith(PREFIX);
   }
 
-  return { call, withToken, isControl };
+  return { call, url, withToken, isControl };
 })();

@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"mockserver: {args.url} does not answer: {getattr(exc, 'reason', exc)}", file=sys.stderr, flush=True)
         return 1
-    print(f"ready: {health.get('title')} · {health.get('operations')} operations · state "
-          f"{health.get('state', {}).get('backend', '?')}", flush=True)
+    apis = health.get("apis") or [health]  # a mock of several APIs answers for each
+    print("ready: " + "; ".join(f"{api.get('title')} · {api.get('operations')} operations · state "
+                                f"{api.get('state', {}).get('backend', '?')}" for api in apis), flush=True)
     return 0
 
 

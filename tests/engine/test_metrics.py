@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, RedisServer, serving
 from mockserver import create_app
+from mockserver.web.app import create_apps
 
 TITLE = "Kindgi API"
 PETS = KINDGI_SPEC.parents[1] / "tests" / "data" / "pets"
@@ -93,3 +94,17 @@ def test_two_workers_add_up_and_a_scrape_needs_the_control_token(own_redis: Redi
             assert total(found, "mockserver_state_available", backend="redis") == 1
         pids = {s.labels.get("pid") for s in found.get("mockserver_requests_total", [])}
         assert pids == {None}  # summed over workers, not one series per worker
+
+
+def test_a_mock_of_several_apis_counts_each_under_its_name() -> None:
+    from mockserver.web.mounts import Api
+
+    app = create_apps([Api("kindgi", KINDGI_SPEC, KINDGI_FIXTURES, "/kindgi"),
+                       Api("pets", PETS / "openapi.yaml", PETS / "fixtures")], metrics=True).test_client()
+    assert app.get("/kindgi/v1/test-sets", headers=DEMO).status_code == 200
+    assert app.post("/pets", json={"name": "Rex"}).status_code == 201
+    found = samples(app.get("/__mock/metrics?api=pets").get_data(as_text=True))
+    assert total(found, "mockserver_requests_total", api="kindgi", operation="listTestSets", status="200") == 1
+    assert total(found, "mockserver_requests_total", api="pets", operation="addPet", status="201") == 1
+    assert total(found, "mockserver_stored_items", api="pets", collection="pets") == 4
+    assert total(found, "mockserver_state_available", api="kindgi") == 1

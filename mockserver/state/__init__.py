@@ -193,6 +193,8 @@ class Store(ABC):
 
     kind: str
     shared: bool  # several processes can serve from it
+    # told of each round trip made for a request, its seconds and whether it failed (`--metrics`); None: nobody
+    timed: Callable[[float, bool], None] | None = None
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

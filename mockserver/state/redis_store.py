@@ -287,11 +287,18 @@ class RedisStore(Store):
         return self._prefix + name
 
     def _guarded(self, action: Callable[[], T]) -> T:
-        """A Redis call on behalf of a request: a lost Redis is the API's 503, never a traceback."""
+        """A Redis call on behalf of a request: a lost Redis is the API's 503, never a traceback; its time and
+        outcome told to `timed` when someone listens."""
+        started, failed = time.perf_counter(), True
         try:
-            return action()
+            done = action()
+            failed = False
+            return done
         except redis.RedisError as exc:
             raise unavailable(self._lost(exc)) from None
+        finally:
+            if self.timed is not None:
+                self.timed(time.perf_counter() - started, failed)
 
     def _lost(self, exc: redis.RedisError) -> str:
         """Why Redis cannot be used, said once in the log. A Redis that refused or did not answer in time is away

@@ -45,6 +45,14 @@ class Metrics:
                                   "included", ("api", "operation"), buckets=BUCKETS, registry=self._own)
         self._counted: dict[tuple[str, str, int, str], Any] = {}  # label children, made once: a lookup a request
         self._timed: dict[tuple[str, str], Any] = {}
+        trips = Histogram("mockserver_state_round_trip_seconds", "A request's round trips to a shared state store",
+                          ("api", "backend"), buckets=BUCKETS, registry=self._own)
+        errors = Counter("mockserver_state_errors", "A request's round trips to a shared state store that failed",
+                         ("api", "backend"), registry=self._own)
+        for api, pipeline in apis().items():  # the store outlives a reload: told once
+            store = pipeline.store
+            if store.shared:
+                store.timed = _trips(trips.labels(api, store.kind), errors.labels(api, store.kind))
 
     def answered(self, api: str, operation: str | None, status: int, source: str, seconds: float) -> None:
         """One answer of a described API (the request path: two dictionary lookups and two increments)."""
@@ -76,6 +84,14 @@ class Metrics:
             return generate_latest(registry)
         finally:
             registry.unregister(gauges)
+
+
+def _trips(timer: Any, failures: Any) -> Callable[[float, bool], None]:
+    def timed(seconds: float, failed: bool) -> None:
+        timer.observe(seconds)
+        if failed:
+            failures.inc()
+    return timed
 
 
 class _StateGauges:

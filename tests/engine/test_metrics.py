@@ -108,3 +108,27 @@ def test_a_mock_of_several_apis_counts_each_under_its_name() -> None:
     assert total(found, "mockserver_requests_total", api="pets", operation="addPet", status="201") == 1
     assert total(found, "mockserver_stored_items", api="pets", collection="pets") == 4
     assert total(found, "mockserver_state_available", api="kindgi") == 1
+
+
+def test_round_trips_to_redis_are_timed_and_those_that_fail_counted(own_redis: RedisServer) -> None:
+    import os
+    import signal
+
+    app = create_app(KINDGI_SPEC, KINDGI_FIXTURES, metrics=True, state=own_redis.url(), state_timeout=0.5)
+    client = app.test_client()
+    scenario = {"operationId": "listTestSets", "status": 503, "times": 5}
+    assert client.post("/__mock/scenarios", json=scenario).status_code == 201
+    assert client.get("/v1/test-sets", headers=DEMO).status_code == 503  # the scenario's count: a round trip
+    found = samples(client.get("/__mock/metrics").get_data(as_text=True))
+    assert total(found, "mockserver_state_round_trip_seconds_count", api=TITLE, backend="redis") >= 1
+    assert total(found, "mockserver_state_errors_total", api=TITLE, backend="redis") == 0
+    assert own_redis.pid is not None
+    os.kill(own_redis.pid, signal.SIGSTOP)  # frozen: the next round trip waits out --state-timeout and fails
+    try:
+        failed = client.get("/v1/test-sets", headers=DEMO)
+        assert failed.status_code == 503 and b"state" in failed.data.lower()
+        found = samples(client.get("/__mock/metrics").get_data(as_text=True))
+    finally:
+        os.kill(own_redis.pid, signal.SIGCONT)
+    assert total(found, "mockserver_state_errors_total", api=TITLE, backend="redis") == 1
+    assert total(found, "mockserver_state_available", api=TITLE, backend="redis") == 0

@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import random
+import re
 import uuid
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator, Mapping
@@ -124,6 +125,7 @@ class LiveCollection:
     limit: int
     lists: dict[str, ListQuery] = field(default_factory=dict)
     schema: Schema | None = None
+    reads: list[Schema] = field(default_factory=list)  # every schema that serves an item (item reads, list items)
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
     fills: list[_Fill] = field(default_factory=list)
     fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
@@ -142,36 +144,42 @@ class LiveCollection:
         return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
 
     def prepare(self, walk: SchemaWalk, write_only: WriteOnly, generator: SchemaGenerator,
-                bodies: list[Schema] | None = None) -> None:
+                bodies: list[Schema] | None = None, reads: list[Schema] | None = None,
+                formats: Mapping[str, str] | None = None) -> None:
         """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart). Besides
-        `readOnly` ones and the key, a property the reads require is filled where a create leaves it out (or
-        null) if it is the server's: one no write's body (`bodies`, when known) declares (FastAPI's
-        `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
+        `readOnly` ones and the key, a property any read (`reads`: every schema that serves an item; else
+        `schema`) requires is filled where a create leaves it out (or null): with a `default`, the server
+        applies it; else null where the body may leave it out and the reads take null; else a value made up.
+        A key whose schema says no format takes the one the description gives it elsewhere (`formats`: by
+        parameter or body property name, `triggerId` or `projectId` as a uuid), so a client may send it back."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
+        self.reads = reads or ([self.schema] if self.schema is not None else [])
         self.fields = frozenset(name for item in self.collection.items for name in item)
-        if self.schema is not None:
-            self.fields |= {name for part, _ in walk.parts(*self.schema) for name in part.get("properties") or {}}
+        parts = [found for schema in self.reads for found in walk.parts(*schema)]
+        if parts:
+            self.fields |= {name for part, _ in parts for name in part.get("properties") or {}}
             seen: set[str] = set()
-            required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
-                        if isinstance(name, str)}
+            required = {name for part, _ in parts for name in part.get("required") or [] if isinstance(name, str)}
             sendable: dict[str, Schema] = {}
             for body in bodies or []:
                 for part, uri in walk.parts(*body):
                     for name, node in (part.get("properties") or {}).items():
                         sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}"))
-            for part, uri in walk.parts(*self.schema):
+            for part, uri in parts:
                 for name, node in (part.get("properties") or {}).items():
                     prop, prop_uri = walk.deref(node, f"{uri}/properties/{name}")
                     if name in seen or not isinstance(prop, dict):
                         continue
                     if prop.get("readOnly") is True or name in self.collection.key:
                         seen.add(name)
-                        self.fills.append(_Fill(name, _fill_kind(prop), (prop, prop_uri)))
-                    elif name in required and bodies is not None and (fill := self._missing(
-                            walk, name, (prop, prop_uri), sendable)) is not None:
+                        kind = _fill_kind(prop)
+                        if kind == "generated" and name in self.collection.key and formats:
+                            kind = next((formats[n] for n in (name, *self.aliases(name)) if n in formats), kind)
+                        self.fills.append(_Fill(name, kind, (prop, prop_uri)))
+                    elif name in required and bodies is not None:
                         seen.add(name)
-                        self.fills.append(fill)
+                        self.fills.append(self._missing(walk, name, (prop, prop_uri), sendable))
         items = {self.key_of(item): item for item in self.collection.items}
         for fill in self.fills:
             if fill.kind == "sequence":
@@ -185,10 +193,10 @@ class LiveCollection:
                             for op_id in entries}
 
     @staticmethod
-    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
+    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill:
         """How the server fills a property its reads require when a create leaves it out (`server_value`)."""
-        value = server_value(walk, [schema], [sendable[name]] if name in sendable else [])
-        return None if value is _CLIENTS else _Fill(name, "missing", schema, value)
+        return _Fill(name, "missing", schema, server_value(walk, [schema], [sendable[name]] if name in sendable
+                                                           else []))
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -306,7 +314,7 @@ class LiveCollection:
         if self.schema is None or self._completer is None:
             return item
         done = frozenset(fill.name for fill in self.fills)
-        return self._completer.complete(item, [self.schema], [sent] if sent else [], done)
+        return self._completer.complete(item, self.reads, [sent] if sent else [], done)
 
     def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]], sent: Any = None) -> None:
         """The item must fit every read that can answer it and the write's `own` answer, or the write is the
@@ -332,6 +340,22 @@ class LiveCollection:
                     f"{field_ or '/'} (closest schema branch {branch}), by a value of the {source}: {error.message}",
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
+
+    def project(self, served: dict[str, Any], schema: Schema) -> Any:
+        """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
+        of a publish): the item's own values that the answer declares, a property named for the collection and
+        its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up."""
+        assert self._completer is not None, "prepare() first"
+        declared = {name for part, _ in self._completer.walk.parts(*schema) for name in part.get("properties") or {}}
+        named = {alias: served[key] for key in self.collection.key if key in served
+                 for alias in self.aliases(key) if alias in declared and alias not in served}
+        return self._completer.complete({**served, **named}, [schema], [])
+
+    def aliases(self, key: str) -> tuple[str, str]:
+        """The names other operations give a key of the items: `projectId` and `project_id` for a project's `id`."""
+        words = [word for word in re.split(r"[^A-Za-z0-9]+", singular(self.name.rsplit("/", 1)[-1])) if word]
+        return ("".join([words[0], *(w.title() for w in words[1:]), key[:1].upper() + key[1:]]),
+                "_".join([*words, key]))
 
     def rank_in(self, op_id: str, view: View, item: dict[str, Any]) -> list[int]:
         """The rank a new item takes in a list: right after the item the list's order puts before it."""
@@ -441,9 +465,6 @@ def _made(kind: str, schema: Schema, generator: SchemaGenerator) -> Any:
     return generator.generate(*schema, random.Random(uuid.uuid4().int), static=kind != "generated")
 
 
-_CLIENTS = object()  # `server_value`: the property is the client's to send, the server makes none
-
-
 def _types(walk: SchemaWalk, schemas: list[Schema]) -> set[str] | None:
     """The JSON types the schemas all declare between them (None: some part takes any)."""
     found: set[str] = set()
@@ -461,18 +482,17 @@ def _takes(types: set[str] | None, value: Any) -> bool:
 
 def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> Any:
     """What the server gives a property its reads require and a write left out (`sent`: the write body's
-    schemas of it, empty when no body may send it): the reads' `default`, else the body's; a value made up when
-    no body may send it; null where the body may leave it out and the reads take null (FastAPI's `team_name:
-    str | None = None`); else `_CLIENTS`: the client's to send (the write is refused)."""
+    schemas of it, empty when no body may send it): the reads' `default`, else the body's; null where the body
+    may leave it out and the reads take null (FastAPI's `team_name: str | None = None`); else `_GENERATED`, a
+    value made up, as a server derives one (Kindgi's `isDefault` of a project, a run's `flowVersion`): the
+    description lets the client leave it out, so refusing the write would be the mock's own fault."""
     for schemas in (read, sent):
         for schema in schemas:
-            default = next((part["default"] for part, _ in walk.parts(*schema) if "default" in part), _CLIENTS)
-            if default is not _CLIENTS:
+            default = next((part["default"] for part, _ in walk.parts(*schema) if "default" in part), _GENERATED)
+            if default is not _GENERATED:
                 return default
-    if not sent:
-        return _GENERATED
     types = _types(walk, read)
-    return None if types is not None and "null" in types else _CLIENTS
+    return None if sent and types is not None and "null" in types else _GENERATED
 
 
 @dataclass
@@ -518,13 +538,11 @@ class Completer:
             if made is _GENERATED:
                 schema = props[name][0]
                 kinds = [_fill_kind(part) for part, _ in self.walk.parts(*schema)]
-                made = self.complete({}, props[name], [], depth=depth + 1) if "object" in (
+                result[name] = self.complete({}, props[name], [], depth=depth + 1) if "object" in (
                     _types(self.walk, props[name]) or ()) else _made(next(
                         (k for k in kinds if k not in ("generated", "sequence")), "static"), schema, self.generator)
-            elif made is not _CLIENTS:
-                made = copy.deepcopy(made)
-            if made is not _CLIENTS:
-                result[name] = made
+            else:
+                result[name] = copy.deepcopy(made)
         return result
 
     def _properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
@@ -579,6 +597,13 @@ class Write:
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
     # the field named); the answer is the operation's own, not the item
+    answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
+
+    def shown(self, served: dict[str, Any]) -> Any:
+        """The answer to a write of this item: the item as served, or made to fit an answer of another shape."""
+        if self.answer is None or any(self.answer[1] == uri for _, uri in self.live.reads):
+            return served
+        return self.live.project(served, self.answer)
 
     def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
@@ -657,5 +682,5 @@ class Write:
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
         if not answers:
             return None, headers
-        return [live.serve(item) for _, item in kept] if batch else live.serve(item), headers
+        return [live.serve(item) for _, item in kept] if batch else self.shown(live.serve(item)), headers
 

@@ -131,6 +131,7 @@ class LiveCollection:
     fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
+    _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
     _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
@@ -158,7 +159,10 @@ class LiveCollection:
         self.fields = frozenset(name for item in self.collection.items for name in item)
         parts = [found for schema in self.reads for found in walk.parts(*schema)]
         if parts:
-            self.fields |= {name for part, _ in parts for name in part.get("properties") or {}}
+            declared = {name for part, _ in parts for name in part.get("properties") or {}}
+            self.fields |= declared
+            self._references = {stem: name for name in declared for suffix in ("Id", "_id")
+                                if name.endswith(suffix) and (stem := name[:-len(suffix)]) and stem not in declared}
             seen: set[str] = set()
             required = {name for part, _ in parts for name in part.get("required") or [] if isinstance(name, str)}
             sendable: dict[str, Schema] = {}
@@ -372,7 +376,10 @@ class LiveCollection:
                keep: dict[str, Any] | None = None, counters: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
         from) where it has them, else new ones (a create: any sent are overwritten; a sequence goes on from
-        `counters`, the highest numbers it handed out)."""
+        `counters`, the highest numbers it handed out). A reference the body sends by its stem where the reads
+        declare it with `Id` (Kindgi's run started with `flow: ingest` reads `flowId: ingest`) is that field."""
+        item = {**{self._references[k]: v for k, v in item.items() if k in self._references
+                   and self._references[k] not in item and isinstance(v, str | int)}, **item}
         result = dict(item)
         if keep is not None:
             for fill in self.fills:

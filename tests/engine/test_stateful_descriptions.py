@@ -2,6 +2,7 @@
 its own under tests/data/stateful, served in process and called over HTTP as an SDK would."""
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,39 @@ def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_reques
     assert body(client.get("/runs")) == []  # nothing stored
 
 
+def test_a_created_item_fits_every_read_and_a_create_answering_another_shape_gets_the_items_values():
+    client = stateful("shapes.yaml")
+    made = client.post("/projects", json={"name": "p1"})
+    assert made.status_code == 201, made.data
+    project_id = body(made)["id"]
+    assert body(made) == {"id": project_id} and str(uuid.UUID(project_id)) == project_id  # a uuid, as bodies say
+    read = body(client.get(f"/projects/{project_id}"))
+    assert read["name"] == "p1" and isinstance(read["isDefault"], bool)  # left out by the body: the server's
+    listed = body(client.get("/projects"))["data"]
+    assert [row["id"] for row in listed] == [project_id] and isinstance(listed[0]["tenantId"], str)  # the list's own
+    kept = body(client.post("/projects", json={"name": "p2", "isDefault": True}))
+    assert body(client.get(f"/projects/{kept['id']}"))["isDefault"] is True  # what the request gave is kept
+
+
+def test_a_reference_sent_by_its_stem_is_read_back_as_the_field_the_reads_name():
+    client = stateful("shapes.yaml")
+    run = client.post("/runs", json={"flow": "ingest"})
+    assert run.status_code == 201, run.data
+    assert body(run)["flowId"] == "ingest" and isinstance(body(run)["flowVersion"], str) and "flow" not in body(run)
+    assert body(client.get(f"/runs/{body(run)['id']}")) == body(run)
+
+
 # -- item 2: collections by resource, not by last path word -----------------------------------------------------
+def test_a_read_by_the_key_and_another_field_answering_the_item_reads_the_same_items():
+    client = stateful("shapes.yaml")
+    flow = {"id": "ingest", "version": "1.0.0", "name": "Ingest"}
+    published = client.post("/flows", json=flow)
+    assert published.status_code == 201 and body(published) == {"flowId": "ingest", "version": "1.0.0"}
+    assert body(client.get("/flows/ingest")) == flow
+    assert body(client.get("/flows/ingest/versions/1.0.0")) == flow
+    assert client.get("/flows/ingest/versions/2.0.0").status_code == 404
+
+
 def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_operations_use():
     client = stateful("families.yaml")
     v1 = client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2})

@@ -132,6 +132,7 @@ class LiveCollection:
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
     _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
+    _copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # `state_type` -> (`state`, `type`)
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
     _base_ranks: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # per list: key -> fixture rank
@@ -184,6 +185,7 @@ class LiveCollection:
                     elif name in required and bodies is not None:
                         seen.add(name)
                         self.fills.append(self._missing(walk, name, (prop, prop_uri), sendable))
+            self._copies = self._copied(declared - sendable.keys())
         items = {self.key_of(item): item for item in self.collection.items}
         for fill in self.fills:
             if fill.kind == "sequence":
@@ -195,6 +197,20 @@ class LiveCollection:
         self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
         self._base_ranks = {op_id: {key: e.rank for key, e in zip(self._base_keys[op_id], entries[op_id])}
                             for op_id in entries}
+
+    def _copied(self, names: set[str]) -> dict[str, tuple[str, str]]:
+        """The server's fields that copy a member of another (Prefect's `state_type` of `state.type`, or
+        `stateType`): each follows it on every write."""
+        assert self._completer is not None
+        props = self._completer._properties([p for schema in self.reads for p in self._completer.walk.parts(*schema)])
+        found: dict[str, tuple[str, str]] = {}
+        for name in sorted(names):
+            splits = [(name[:i], name[i + 1:]) for i, c in enumerate(name) if c == "_"] + [
+                (name[:i], name[i].lower() + name[i + 1:]) for i, c in enumerate(name) if i and c.isupper()]
+            for whole, member in splits:
+                if whole in props and member in self._completer._properties(self._completer._parts({}, props[whole])):
+                    found[name] = (whole, member)
+        return found
 
     @staticmethod
     def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill:
@@ -314,11 +330,16 @@ class LiveCollection:
 
     # -- writing ---------------------------------------------------------------------------------------------
     def complete(self, item: dict[str, Any], sent: Schema | None) -> dict[str, Any]:
-        """The item as reads answer it at every depth (`Completer`); `sent`: the write body's schema."""
+        """The item as reads answer it at every depth (`Completer`), the server's copies of a member (`state_type`)
+        as the member is now; `sent`: the write body's schema."""
         if self.schema is None or self._completer is None:
             return item
         done = frozenset(fill.name for fill in self.fills)
-        return self._completer.complete(item, self.reads, [sent] if sent else [], done)
+        item = self._completer.complete(item, self.reads, [sent] if sent else [], done)
+        for name, (whole, member) in self._copies.items():
+            if isinstance(item.get(whole), dict) and member in item[whole]:
+                item[name] = item[whole][member]
+        return item
 
     def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]], sent: Any = None) -> None:
         """The item must fit every read that can answer it and the write's `own` answer, or the write is the
@@ -506,8 +527,10 @@ def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> An
 class Completer:
     """Makes a written item what a read answers, at every depth of the reads' schema: a nested object's required
     properties the write left out (or sent as null where reads take none) are the server's to fill
-    (`server_value`), what the request gave is kept, and a property reads do not declare is dropped where the
-    reads' object is closed or the write body declares it `writeOnly` (a secret's value is never stored)."""
+    (`server_value`), an optional one no body may send is null where the reads take null (Prefect's
+    `work_pool_id` of a queue), what the request gave is kept, and a property reads do not declare is dropped
+    where the reads' object is closed or the write body declares it `writeOnly` (a secret's value is never
+    stored)."""
 
     walk: SchemaWalk
     generator: SchemaGenerator
@@ -538,6 +561,10 @@ class Completer:
             elif v is not None or _takes(_types(self.walk, props[name]), None):
                 result[name] = self.complete(v, props[name], sent_props.get(name, []), depth=depth + 1)
         required = dict.fromkeys(n for part, _ in parts for n in part.get("required") or [] if n in props)
+        for name in props:  # the server's, unset: null, as FastAPI answers it
+            if name not in required and name not in result and name not in sent_props and _takes(
+                    _types(self.walk, props[name]), None):
+                result[name] = None
         for name in required:
             if name in result or (depth == 0 and name in done):
                 continue

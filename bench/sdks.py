@@ -246,7 +246,8 @@ def prefect(index_url: str | None) -> list[Outcome]:
         command = [python, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
         with started(command, port, env):
             url = f"http://127.0.0.1:{port}/api"
-            spec = Path(home) / "openapi.json"
+            spec = cache_dir() / "prefect" / version(python, "prefect") / "openapi.json"  # kept, to serve again
+            spec.parent.mkdir(parents=True, exist_ok=True)
             with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
                 spec.write_bytes(answer.read())
             outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, url, env))

@@ -156,6 +156,7 @@ class LiveCollection:
         parameter or body property name, `triggerId` or `projectId` as a uuid), so a client may send it back."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
+        known = formats or {}
         self.reads = reads or ([self.schema] if self.schema is not None else [])
         self.fields = frozenset(name for item in self.collection.items for name in item)
         parts = [found for schema in self.reads for found in walk.parts(*schema)]
@@ -179,8 +180,9 @@ class LiveCollection:
                     if prop.get("readOnly") is True or name in self.collection.key:
                         seen.add(name)
                         kind = _fill_kind(prop)
-                        if kind == "generated" and name in self.collection.key and formats:
-                            kind = next((formats[n] for n in (name, *self.aliases(name)) if n in formats), kind)
+                        if kind == "generated" and name in self.collection.key:
+                            kind = next((known[n] for n in (name, *self.aliases(name)) if n in known),
+                                        "uuid" if _any_text(walk, (prop, prop_uri)) else kind)
                         self.fills.append(_Fill(name, kind, (prop, prop_uri)))
                     elif name in required and bodies is not None:
                         seen.add(name)
@@ -369,12 +371,16 @@ class LiveCollection:
     def project(self, served: dict[str, Any], schema: Schema) -> Any:
         """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
         of a publish): the item's own values that the answer declares, a property named for the collection and
-        its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up."""
-        assert self._completer is not None, "prepare() first"
-        declared = {name for part, _ in self._completer.walk.parts(*schema) for name in part.get("properties") or {}}
+        its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up (a
+        delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
+        completer = self._completer
+        assert completer is not None, "prepare() first"
+        declared = completer._properties(completer.walk.parts(*schema))
         named = {alias: served[key] for key in self.collection.key if key in served
                  for alias in self.aliases(key) if alias in declared and alias not in served}
-        return self._completer.complete({**served, **named}, [schema], [])
+        kept = {name: value for name, value in served.items()  # not the item's `object: video` for `video.deleted`
+                if name not in declared or not completer.ruled_out(declared[name], value)}
+        return completer.complete({**kept, **named}, [schema], [])
 
     def aliases(self, key: str) -> tuple[str, str]:
         """The names other operations give a key of the items: `projectId` and `project_id` for a project's `id`."""
@@ -422,6 +428,15 @@ class LiveCollection:
         highest handed out so far, so no later create is given it again, even once this item is deleted."""
         return {fill.name: value for fill in self.fills if fill.kind == "sequence"
                 and _is_int(value := item.get(fill.name)) and value > counters.get(fill.name, 0)}
+
+
+def _any_text(walk: SchemaWalk, schema: Schema) -> bool:
+    """Whether a string schema takes any text 36 characters long: a key the mock makes there is a uuid, never
+    the same twice (a generated word would be: openai's videos, `id: {type: string}`)."""
+    parts = [part for part, _ in walk.parts(*schema)]
+    return all(part.get("type") in ("string", None) and not part.keys() & {"pattern", "enum", "const", "format"}
+               and part.get("maxLength", 36) >= 36 and part.get("minLength", 0) <= 36 for part in parts) and any(
+        part.get("type") == "string" for part in parts)
 
 
 def _fill_kind(schema: dict[str, Any]) -> str:
@@ -527,10 +542,10 @@ def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> An
 class Completer:
     """Makes a written item what a read answers, at every depth of the reads' schema: a nested object's required
     properties the write left out (or sent as null where reads take none) are the server's to fill
-    (`server_value`), an optional one no body may send is null where the reads take null (Prefect's
-    `work_pool_id` of a queue), what the request gave is kept, and a property reads do not declare is dropped
-    where the reads' object is closed or the write body declares it `writeOnly` (a secret's value is never
-    stored)."""
+    (`server_value`), an optional one no body may send is null where the reads take null, or a new uuid for a
+    reference by id the server sets (Prefect's `default_queue_id` of a pool), what the request gave is kept,
+    and a property reads do not declare is dropped where the reads' object is closed or the write body declares
+    it `writeOnly` (a secret's value is never stored)."""
 
     walk: SchemaWalk
     generator: SchemaGenerator
@@ -561,10 +576,11 @@ class Completer:
             elif v is not None or _takes(_types(self.walk, props[name]), None):
                 result[name] = self.complete(v, props[name], sent_props.get(name, []), depth=depth + 1)
         required = dict.fromkeys(n for part, _ in parts for n in part.get("required") or [] if n in props)
-        for name in props:  # the server's, unset: null, as FastAPI answers it
+        for name in props:  # the server's, unset: null, as FastAPI answers it; a uuid reference a made-up id
             if name not in required and name not in result and name not in sent_props and _takes(
                     _types(self.walk, props[name]), None):
-                result[name] = None
+                result[name] = str(uuid.uuid4()) if name.endswith(("_id", "Id")) and "uuid" in (
+                    part.get("format") for schema in props[name] for part, _ in self._parts("", [schema])) else None
         for name in required:
             if name in result or (depth == 0 and name in done):
                 continue
@@ -611,11 +627,14 @@ class Completer:
         if not isinstance(value, dict):
             return 0
         props = self._properties(self.walk.parts(*branch))
-        for name, v in value.items():
-            for part, _ in (p for schema in props.get(name, []) for p in self.walk.parts(*schema)):
-                if ("const" in part and part["const"] != v) or ("enum" in part and v not in part["enum"]):
-                    return -1
+        if any(self.ruled_out(props.get(name, []), v) for name, v in value.items()):
+            return -1
         return sum(name in props for name in value)
+
+    def ruled_out(self, schemas: list[Schema], value: Any) -> bool:
+        """Whether a `const` or `enum` of the schemas rules the value out."""
+        return any(("const" in part and part["const"] != value) or ("enum" in part and value not in part["enum"])
+                   for schema in schemas for part, _ in self.walk.parts(*schema))
 
 
 @dataclass
@@ -644,6 +663,8 @@ class Write:
         a body to answer; a list of them after a create whose body is an array of items), and the headers the
         answer carries."""
         live, body = self.live, ctx.request.body
+        if body is None and self.kind != "delete" and not (self.op.request_body and self.op.request_body.required):
+            body = {}  # an optional body left out: nothing sent (openai's `POST /videos` with none)
         batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
         if self.kind != "delete" and not isinstance(body, dict) and not batch:
             raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item"

@@ -40,13 +40,13 @@ def test_a_nested_object_the_reads_complete_is_filled_with_the_servers_fields_an
     assert all("token" not in row["item"] for row in store.live(None, "runs", "").rows.values())
 
 
-def test_the_servers_optional_fields_are_null_and_a_copy_of_a_member_follows_it():
+def test_the_servers_optional_fields_are_null_or_a_made_reference_and_a_copy_of_a_member_follows_it():
     client = stateful("server_made.yaml")
     run = body(client.post("/runs", json={"name": "r1", "state": {"type": "PENDING"}}))
-    assert run["pool_id"] is None and run["state_type"] == "PENDING"
+    assert run["ended"] is None and uuid.UUID(run["pool_id"]) and run["state_type"] == "PENDING"
     assert client.patch(f"/runs/{run['id']}", json={"name": "r1", "state": {"type": "RUNNING"}}).status_code == 200
     read = body(client.get(f"/runs/{run['id']}"))
-    assert read["state_type"] == "RUNNING" and read["pool_id"] is None
+    assert read["state_type"] == "RUNNING" and read["pool_id"] == run["pool_id"] and read["ended"] is None
 
 
 def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_request_as_its_source():

@@ -94,6 +94,14 @@ def test_a_read_by_the_key_and_another_field_answering_the_item_reads_the_same_i
     assert client.get("/flows/ingest/versions/2.0.0").status_code == 404
 
 
+def test_a_nested_create_answering_the_items_schema_of_another_collection_creates_into_it():
+    client = stateful("shapes.yaml")
+    made = client.post("/teams/t1/projects", json={"name": "p3"})
+    assert made.status_code == 201, made.data
+    assert body(client.get(f"/projects/{body(made)['id']}"))["name"] == "p3"
+    assert [p["name"] for p in body(client.get("/projects"))["data"]] == ["p3"]
+
+
 def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_operations_use():
     client = stateful("families.yaml")
     v1 = client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2})
@@ -175,6 +183,29 @@ def test_an_action_whose_body_names_fields_of_the_item_updates_them():
                        json={"state": {"type": "RUNNING"}}).status_code == 404
     assert client.patch(f"/flows/{flow['id']}/state", json={"type": "RUNNING"}).status_code == 204  # a sub-object
     assert body(client.get(f"/flows/{flow['id']}"))["state"] == {"type": "RUNNING"}
+
+
+def test_set_state_under_two_kinds_of_items_acts_on_each_and_a_plural_under_an_item_is_no_action():
+    client = stateful("actions.yaml")
+    for runs in ("flow_runs", "task_runs"):
+        run = body(client.post(f"/{runs}", json={"name": "r"}))
+        assert client.post(f"/{runs}/{run['id']}/set_state", json={"state": {"type": "RUNNING"}}).status_code == 200
+        assert body(client.get(f"/{runs}/{run['id']}"))["state"] == {"type": "RUNNING"}
+    run = body(client.post("/flow_runs", json={"name": "r"}))
+    assert client.post(f"/flow_runs/{run['id']}/api_keys", json={"name": "key"}).status_code == 200
+    assert body(client.get(f"/flow_runs/{run['id']}"))["name"] == "r"  # a key was made: the run is as it was
+
+
+def test_a_create_without_its_optional_body_a_key_never_made_twice_and_a_delete_answering_its_own_shape():
+    client = stateful("actions.yaml")
+    made = [client.post("/videos") for _ in range(30)]  # no body: the description makes it optional
+    assert all(r.status_code == 200 for r in made), made[0].data
+    ids = [body(r)["id"] for r in made]
+    assert len(set(ids)) == 30 and all(body(r)["object"] == "video" for r in made)
+    gone = client.delete(f"/videos/{ids[0]}")
+    assert gone.status_code == 200 and body(gone) == {"id": ids[0], "object": "video.deleted",
+                                                      "deleted": body(gone)["deleted"]}
+    assert client.get(f"/videos/{ids[0]}").status_code == 404
 
 
 @pytest.mark.slow  # a whole contract run

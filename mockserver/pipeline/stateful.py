@@ -204,13 +204,13 @@ class LiveCollection:
         """The server's fields that copy a member of another (Prefect's `state_type` of `state.type`, or
         `stateType`): each follows it on every write."""
         assert self._completer is not None
-        props = self._completer._properties([p for schema in self.reads for p in self._completer.walk.parts(*schema)])
+        props = self._completer.properties([p for schema in self.reads for p in self._completer.walk.parts(*schema)])
         found: dict[str, tuple[str, str]] = {}
         for name in sorted(names):
             splits = [(name[:i], name[i + 1:]) for i, c in enumerate(name) if c == "_"] + [
                 (name[:i], name[i].lower() + name[i + 1:]) for i, c in enumerate(name) if i and c.isupper()]
             for whole, member in splits:
-                if whole in props and member in self._completer._properties(self._completer._parts({}, props[whole])):
+                if whole in props and member in self._completer.properties(self._completer.applying({}, props[whole])):
                     found[name] = (whole, member)
         return found
 
@@ -375,7 +375,7 @@ class LiveCollection:
         delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
         completer = self._completer
         assert completer is not None, "prepare() first"
-        declared = completer._properties(completer.walk.parts(*schema))
+        declared = completer.properties(completer.walk.parts(*schema))
         named = {alias: served[key] for key in self.collection.key if key in served
                  for alias in self.aliases(key) if alias in declared and alias not in served}
         kept = {name: value for name, value in served.items()  # not the item's `object: video` for `video.deleted`
@@ -553,7 +553,7 @@ class Completer:
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
         """`done`: the top-level properties the collection's own fills gave a value already."""
-        parts = self._parts(value, read)
+        parts = self.applying(value, read)
         if depth > _MAX_DEPTH or not parts:
             return value
         if isinstance(value, list):
@@ -563,7 +563,7 @@ class Completer:
             return [self.complete(v, items, sent_items, depth=depth + 1) for v in value] if items else value
         if not isinstance(value, dict):
             return value
-        props, sent_props = self._properties(parts), self._properties(
+        props, sent_props = self.properties(parts), self.properties(
             [p for schema in sent for p in self.walk.parts(*schema)])
         closed = any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
                      for part, _ in parts)
@@ -580,7 +580,7 @@ class Completer:
             if name not in required and name not in result and name not in sent_props and _takes(
                     _types(self.walk, props[name]), None):
                 result[name] = str(uuid.uuid4()) if name.endswith(("_id", "Id")) and "uuid" in (
-                    part.get("format") for schema in props[name] for part, _ in self._parts("", [schema])) else None
+                    part.get("format") for schema in props[name] for part, _ in self.applying("", [schema])) else None
         for name in required:
             if name in result or (depth == 0 and name in done):
                 continue
@@ -595,14 +595,15 @@ class Completer:
                 result[name] = copy.deepcopy(made)
         return result
 
-    def _properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
+    def properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
+        """The properties the parts declare, each with every schema that declares it."""
         props: dict[str, list[Schema]] = {}
         for part, uri in parts:
             for name, node in (part.get("properties") or {}).items():
                 props.setdefault(name, []).append(self.walk.deref(node, below(uri, "properties", name)))
         return props
 
-    def _parts(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+    def applying(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
         """The parts of the schemas that apply to the value: through `$ref` and `allOf`, and of each `anyOf`
         and `oneOf` the branch that fits the value best (`_fit`)."""
         found: list[tuple[dict[str, Any], str]] = []
@@ -616,7 +617,7 @@ class Completer:
                 branches = [(sub, below(uri, key, i)) for i, sub in enumerate(node.get(key) or [])]
                 if branches:
                     subs.append(max(branches, key=lambda branch: self._fit(value, branch)))
-            found += self._parts(value, subs, depth + 1)
+            found += self.applying(value, subs, depth + 1)
         return found
 
     def _fit(self, value: Any, branch: Schema) -> int:
@@ -626,7 +627,7 @@ class Completer:
             return -1
         if not isinstance(value, dict):
             return 0
-        props = self._properties(self.walk.parts(*branch))
+        props = self.properties(self.walk.parts(*branch))
         if any(self.ruled_out(props.get(name, []), v) for name, v in value.items()):
             return -1
         return sum(name in props for name in value)

@@ -573,7 +573,10 @@ class Completer:
                 if not closed and not any(part.get("writeOnly") is True for schema in sent_props.get(name, [])
                                           for part, _ in self.walk.parts(*schema)):
                     result[name] = v
-            elif v is not None or _takes(_types(self.walk, props[name]), None):
+            elif not self.holds(props[name], v):
+                continue  # null, or a type, the reads do not hold there (Kindgi's `agent: "id"` of a run that
+                # reads an `agent` object): the server's to fill, as if not sent
+            else:
                 result[name] = self.complete(v, props[name], sent_props.get(name, []), depth=depth + 1)
         required = dict.fromkeys(n for part, _ in parts for n in part.get("required") or [] if n in props)
         for name in props:  # the server's, unset: null, as FastAPI answers it; a uuid reference a made-up id
@@ -631,6 +634,13 @@ class Completer:
         if any(self.ruled_out(props.get(name, []), v) for name, v in value.items()):
             return -1
         return sum(name in props for name in value)
+
+    def holds(self, schemas: list[Schema], value: Any) -> bool:
+        """Whether the schemas take a value of its JSON type, in the `anyOf`/`oneOf` branch it fits best."""
+        kinds = json_types(value)
+        return all(not isinstance(part.get("type"), str | list) or bool(kinds & set(
+            [part["type"]] if isinstance(part["type"], str) else part["type"])) for part, _ in self.applying(
+                value, schemas))
 
     def ruled_out(self, schemas: list[Schema], value: Any) -> bool:
         """Whether a `const` or `enum` of the schemas rules the value out."""

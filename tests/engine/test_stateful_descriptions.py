@@ -208,6 +208,24 @@ def test_a_create_without_its_optional_body_a_key_never_made_twice_and_a_delete_
     assert client.get(f"/videos/{ids[0]}").status_code == 404
 
 
+def test_items_of_one_word_under_two_parents_and_two_shapes_are_two_collections():
+    client = stateful("actions.yaml")
+    run = body(client.post("/flow_runs", json={"name": "r"}))
+    task = body(client.post("/task_runs", json={"name": "t"}))
+    assert client.post(f"/flow_runs/{run['id']}/notes", json={"text": "a"}).status_code == 201
+    made = client.post(f"/task_runs/{task['id']}/notes", json={"body": "b"})
+    assert made.status_code == 201, made.data
+    assert [n["body"] for n in body(client.get(f"/task_runs/{task['id']}/notes"))] == ["b"]
+
+
+def test_a_value_of_a_type_the_reads_do_not_hold_and_a_read_of_bytes_do_not_break_a_write():
+    client = stateful("actions.yaml")
+    run = client.post("/flow_runs", json={"name": "r", "agent": "a1"})  # a run reads an `agent` object
+    assert run.status_code == 201 and "agent" not in body(run), run.data
+    blob = client.post("/blobs", json={"name": "b"})  # its read answers bytes: not one of the reads checked
+    assert blob.status_code == 201, blob.data
+
+
 @pytest.mark.slow  # a whole contract run
 def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_descriptions_gap():
     from mockserver.contract.runner import RunOptions, run

@@ -585,7 +585,7 @@ class Completer:
                 result[name] = str(uuid.uuid4()) if name.endswith(("_id", "Id")) and "uuid" in (
                     part.get("format") for schema in props[name] for part, _ in self.applying("", [schema])) else None
         for name in required:
-            if name in result or (depth == 0 and name in done):
+            if name in result or (depth == 0 and name in done and name not in value):
                 continue
             made = server_value(self.walk, props[name], sent_props.get(name, []) if name not in value else [])
             if made is _GENERATED:

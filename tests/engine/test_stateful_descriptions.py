@@ -220,8 +220,8 @@ def test_items_of_one_word_under_two_parents_and_two_shapes_are_two_collections(
 
 def test_a_value_of_a_type_the_reads_do_not_hold_and_a_read_of_bytes_do_not_break_a_write():
     client = stateful("actions.yaml")
-    run = client.post("/flow_runs", json={"name": "r", "agent": "a1"})  # a run reads an `agent` object
-    assert run.status_code == 201 and "agent" not in body(run), run.data
+    run = client.post("/flow_runs", json={"name": "r", "agent": "a1", "tags": "x"})  # it reads objects of both
+    assert run.status_code == 201 and "agent" not in body(run) and body(run)["tags"] == {}, run.data  # required
     blob = client.post("/blobs", json={"name": "b"})  # its read answers bytes: not one of the reads checked
     assert blob.status_code == 201, blob.data
 

@@ -25,15 +25,21 @@ def as_json(value: Any) -> Any:
 
 
 def differences(wrote: Mapping[str, Any], read: Any, where: str = "") -> list[str]:
-    """The written fields the read answer does not hold as written (objects compared by the keys written)."""
+    """The written fields the read answer does not hold as written (objects compared by the keys written, at
+    every depth: the objects of an array too, so a field the server adds to each, such as `ref: null`, is no
+    difference)."""
     if not isinstance(read, Mapping):
         return [f"{where or 'answer'}: read {type(read).__name__}, not an object"]
     found = []
     for key, value in wrote.items():
+        got = read.get(key)
         if isinstance(value, Mapping):
-            found += differences(value, read.get(key), f"{where}{key}.")
-        elif read.get(key) != value:
-            found.append(f"{where}{key}: wrote {value!r}, read {read.get(key)!r}")
+            found += differences(value, got, f"{where}{key}.")
+        elif isinstance(value, list) and isinstance(got, list) and len(value) == len(got) and value and all(
+                isinstance(v, Mapping) for v in value):
+            found += [d for i, (v, g) in enumerate(zip(value, got)) for d in differences(v, g, f"{where}{key}[{i}].")]
+        elif got != value:
+            found.append(f"{where}{key}: wrote {value!r}, read {got!r}")
     return found
 
 

@@ -193,8 +193,15 @@ def started(command: list[str], port: int, env: dict[str, str] | None = None) ->
         log.close()
 
 
-def mock(spec: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "mockserver", "serve", "--spec", str(spec), "--stateful", "--port", str(port)]
+# each mock target: its label's words after `mock --stateful`, and its flags. `warn` answers a request that breaks
+# the description as if it were valid: a description that says less than its server accepts (Prefect's filters,
+# which its client sends as null where they are not nullable) is what `--request-validation warn` is for
+MODES = (("", ()), (" --request-validation warn", ("--request-validation", "warn")))
+
+
+def mock(spec: Path, port: int, flags: Sequence[str] = ()) -> list[str]:
+    return [sys.executable, "-m", "mockserver", "serve", "--spec", str(spec), "--stateful", "--port", str(port),
+            *flags]
 
 
 def drive(sdk: str, target: str, python: str, url: str, env: dict[str, str] | None = None) -> Outcome:
@@ -218,10 +225,13 @@ def kindgi(index_url: str | None) -> list[Outcome]:
     """The official SDK against the mock of the official description (no Kindgi server is published to run)."""
     spec = fetch_kindgi(index_url)
     python = sdk_python("kindgi", "kindgi", index_url)
-    port = free_port()
-    with started(mock(spec, port), port):
-        return [drive("kindgi", f"mock --stateful (kindgi-cli {spec.parent.name}, kindgi {version(python, 'kindgi')})",
-                      python, f"http://127.0.0.1:{port}")]
+    outcomes = []
+    for label, flags in MODES:
+        port = free_port()
+        with started(mock(spec, port, flags), port):
+            outcomes.append(drive("kindgi", f"mock --stateful{label} (kindgi-cli {spec.parent.name}, kindgi "
+                                  f"{version(python, 'kindgi')})", python, f"http://127.0.0.1:{port}"))
+    return outcomes
 
 
 def prefect(index_url: str | None) -> list[Outcome]:
@@ -236,14 +246,17 @@ def prefect(index_url: str | None) -> list[Outcome]:
         command = [python, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
         with started(command, port, env):
             url = f"http://127.0.0.1:{port}/api"
-            spec = Path(home) / "openapi.json"
+            spec = cache_dir() / "prefect" / version(python, "prefect") / "openapi.json"  # kept, to serve again
+            spec.parent.mkdir(parents=True, exist_ok=True)
             with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
                 spec.write_bytes(answer.read())
             outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, url, env))
         base = json.loads(spec.read_text()).get("servers", [{}])[0].get("url", "")  # `/api`, as served
-        port = free_port()
-        with started(mock(spec, port), port):
-            outcomes.append(drive("prefect", "mock --stateful", python, f"http://127.0.0.1:{port}{base}", env))
+        for label, flags in MODES:
+            port = free_port()
+            with started(mock(spec, port, flags), port):
+                outcomes.append(drive("prefect", f"mock --stateful{label}", python, f"http://127.0.0.1:{port}{base}",
+                                      env))
     return outcomes
 
 

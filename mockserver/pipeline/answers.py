@@ -21,7 +21,7 @@ from ..base.http import is_json
 from ..base.pointers import pointer_join, pointer_tokens
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
-from ..spec.schema_walk import SchemaWalk
+from ..spec.schema_walk import SchemaWalk, below
 from ..spec.schemas import instance_pointer, iter_errors, schema_types
 from ..spec.write_only import WriteOnly
 from ..state import Store
@@ -118,6 +118,9 @@ class Answers:
         self.seed = seed
         self.generator = SchemaGenerator(spec.docs.resolve)
         self.write_only = WriteOnly(spec.docs.resolve)
+        # the API's own version (`info.version`) where it is one a client parses: `GET /version` answers it, as
+        # Prefect's client checks its major version against the server's
+        self.own_version = spec.api_version if _SEMVER.fullmatch(spec.api_version) else None
         self.walk = SchemaWalk(spec.docs.resolve)
         self.echo = Echo(self.walk)
         self.problems: list[Problem] = []
@@ -243,12 +246,14 @@ class Answers:
         many = media is not None and media.schema is not None and kind == "create" and schema_types(
             media.schema.node, media.schema.uri, self.spec.docs.resolve) == {"array"}  # a create of many answers them
         action: bool | str = raw.get("action") or False
-        own = [(op.id, media.schema.validator, (lambda item: [item]) if many else (lambda item: item))] \
-            if media and media.schema and not action else []
         sent = pick_media_type(op.request_body.content) if op.request_body else None
-        return Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
-                     self.generator, own, (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
-                     action)
+        write = Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
+                      self.generator, [], (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
+                      action)
+        if media and media.schema and not action:
+            write.answer = None if many else (media.schema.node, media.schema.uri)
+            write.checks.append((op.id, media.schema.validator, (lambda item: [item]) if many else write.shown))
+        return write
 
     def _search(self, op: Operation, raw: dict[str, Any], collection: Collection, located: Located) -> Search:
         """A search: the fields its filters and sort may name are those of the items its answer holds (by its
@@ -304,11 +309,13 @@ class Answers:
         return tuple(live.view(self.store, session).version for live in self.live.values())
 
     def _prepare_live(self) -> None:
-        """What the reads of each written collection answer with: every item written must fit them, and the
-        item's schema (an item read's, else a list's items', else the create's answer) says which properties
-        the mock fills (`readOnly` ones, the key) and which it never serves (`writeOnly`)."""
+        """What the reads of each written collection answer with: every item written must fit them, so every
+        schema that serves its items (each item read's and each list's items', else the create's answer) says
+        which properties the mock fills (`readOnly` ones, the key, what any of them requires); the first of them
+        says which it never serves (`writeOnly`)."""
         walk = self.walk
-        schemas: dict[str, dict[str, tuple[Any, str]]] = {}  # collection -> kind of read -> schema
+        formats = self._id_formats()
+        schemas: dict[str, dict[str, list[tuple[Any, str]]]] = {}  # collection -> kind of read -> its schemas
         bodies: dict[str, list[tuple[Any, str]] | None] = {}  # its writes' bodies (None: one has none)
         for op_id, fixture in self.fixtures.items():
             if fixture.write is not None and fixture.write.kind != "delete":
@@ -327,19 +334,40 @@ class Answers:
                 items = walk.items(*(walk.deref(node, uri) if query.bare else
                                      walk.property(node, uri, query.items_field)))
                 if items[0] is not None:
-                    schemas.setdefault(query.collection.name, {}).setdefault("list", items)
+                    schemas.setdefault(query.collection.name, {}).setdefault("list", []).append(items)
             if fixture.item is not None and fixture.item.collection.name in self.live:
                 self.live[fixture.item.collection.name].checks.append((op_id, validator, lambda item: item))
-                schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", (node, uri))
+                schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", []).append((node, uri))
             if fixture.write is not None and fixture.write.kind == "create":
-                schemas.setdefault(fixture.write.live.name, {}).setdefault("create", (node, uri))
+                schemas.setdefault(fixture.write.live.name, {}).setdefault("create", []).append((node, uri))
         for name, live in self.live.items():
             found = schemas.get(name, {})
-            live.schema = found.get("item") or found.get("list") or found.get("create")
-            live.prepare(walk, self.write_only, self.generator, bodies.get(name))
+            reads = list({uri: (node, uri) for node, uri in [*found.get("item", []), *found.get("list", [])]}
+                         .values()) or found.get("create", [])[:1]
+            live.schema = reads[0] if reads else None
+            live.prepare(walk, self.write_only, self.generator, bodies.get(name), reads, formats)
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
             if fixture.search is not None and fixture.search.collection.name in self.live:
                 fixture.search.fields |= self.live[fixture.search.collection.name].fields
+
+    def _id_formats(self) -> dict[str, str]:
+        """The format of a string the mock can make (`uuid`, `date-time`, `date`) that the description gives a
+        name, as a parameter or a property of a JSON body, and never another one: a key the mock generates by
+        that name takes it."""
+        found: dict[str, set[str | None]] = {}
+        for op in self.spec.operations.values():
+            named = [(p.name, *self.walk.deref(p.schema.node, p.schema.uri)) for p in op.parameters
+                     if p.schema is not None]
+            media = pick_media_type(op.request_body.content) if op.request_body else None
+            if media is not None and media.schema is not None:
+                named += [(name, *self.walk.deref(node, below(uri, "properties", name)))
+                          for part, uri in self.walk.parts(media.schema.node, media.schema.uri)
+                          for name, node in (part.get("properties") or {}).items()]
+            for name, node, _ in named:
+                if isinstance(node, dict) and node.get("type") in ("string", None):
+                    found.setdefault(name, set()).add(node.get("format"))
+        return {name: fmt for name, fmts in found.items() if len(fmts - {None}) == 1
+                and (fmt := next(iter(fmts - {None}))) in ("uuid", "date-time", "date")}
 
     def _success_schema(self, op: Operation) -> tuple[MediaType | None, int]:
         status = op.success_status
@@ -622,11 +650,14 @@ class Answers:
         try:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
-            for attempt in range(GENERATION_ATTEMPTS):
-                payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static,
-                                     _named(op.path))
-                if fits(payload):
-                    break
+            named = _named(op.path)
+            if named == "version" and self.own_version and fits(self.own_version):
+                payload: Any = self.own_version  # what the server would say: a client compares it with its own
+            else:
+                for attempt in range(GENERATION_ATTEMPTS):
+                    payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static, named)
+                    if fits(payload):
+                        break
             if request is not None:
                 def make_item(node: Any, uri: str, index: int) -> Any:
                     return self._made(node, uri, f"{key}|item|{index}", static)
@@ -656,6 +687,9 @@ class Answers:
     def rng(self, key: str) -> random.Random:
         """Deterministic for a seed and a request: the same call gives the same data."""
         return random.Random(zlib.crc32(f"{self.seed}|{key}".encode()))
+
+
+_SEMVER = re.compile(r"\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]*)?")
 
 
 def _named(path: str) -> str | None:

@@ -17,6 +17,7 @@ import copy
 import json
 import logging
 import random
+import re
 import threading
 import uuid
 from bisect import bisect_left, bisect_right, insort
@@ -130,11 +131,14 @@ class LiveCollection:
     limit: int
     lists: dict[str, ListQuery] = field(default_factory=dict)
     schema: Schema | None = None
+    reads: list[Schema] = field(default_factory=list)  # every schema that serves an item (item reads, list items)
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
     fills: list[_Fill] = field(default_factory=list)
     fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
+    _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
+    _copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # `state_type` -> (`state`, `type`)
     _base: View | None = None
     _base_keys: dict[str, list[str]] = field(default_factory=dict)  # per list: the key of each base entry
     _base_entries: dict[str, dict[str, Entry]] = field(default_factory=dict)  # per list: key -> fixture entry
@@ -151,36 +155,48 @@ class LiveCollection:
         return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
 
     def prepare(self, walk: SchemaWalk, write_only: WriteOnly, generator: SchemaGenerator,
-                bodies: list[Schema] | None = None) -> None:
+                bodies: list[Schema] | None = None, reads: list[Schema] | None = None,
+                formats: Mapping[str, str] | None = None) -> None:
         """The properties the mock fills, and the view of the fixtures alone (ranks spaced GAP apart). Besides
-        `readOnly` ones and the key, a property the reads require is filled where a create leaves it out (or
-        null) if it is the server's: one no write's body (`bodies`, when known) declares (FastAPI's
-        `occupied_slots` of a pool), or one declared with a `default`, which the server applies."""
+        `readOnly` ones and the key, a property any read (`reads`: every schema that serves an item; else
+        `schema`) requires is filled where a create leaves it out (or null): with a `default`, the server
+        applies it; else null where the body may leave it out and the reads take null; else a value made up.
+        A key whose schema says no format takes the one the description gives it elsewhere (`formats`: by
+        parameter or body property name, `triggerId` or `projectId` as a uuid), so a client may send it back."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
+        known = formats or {}
+        self.reads = reads or ([self.schema] if self.schema is not None else [])
         self.fields = frozenset(name for item in self.collection.items for name in item)
-        if self.schema is not None:
-            self.fields |= {name for part, _ in walk.parts(*self.schema) for name in part.get("properties") or {}}
+        parts = [found for schema in self.reads for found in walk.parts(*schema)]
+        if parts:
+            declared = {name for part, _ in parts for name in part.get("properties") or {}}
+            self.fields |= declared
+            self._references = {stem: name for name in declared for suffix in ("Id", "_id")
+                                if name.endswith(suffix) and (stem := name[:-len(suffix)]) and stem not in declared}
             seen: set[str] = set()
-            required = {name for part, _ in walk.parts(*self.schema) for name in part.get("required") or []
-                        if isinstance(name, str)}
+            required = {name for part, _ in parts for name in part.get("required") or [] if isinstance(name, str)}
             sendable: dict[str, Schema] = {}
             for body in bodies or []:
                 for part, uri in walk.parts(*body):
                     for name, node in (part.get("properties") or {}).items():
                         sendable.setdefault(name, walk.deref(node, f"{uri}/properties/{name}"))
-            for part, uri in walk.parts(*self.schema):
+            for part, uri in parts:
                 for name, node in (part.get("properties") or {}).items():
                     prop, prop_uri = walk.deref(node, f"{uri}/properties/{name}")
                     if name in seen or not isinstance(prop, dict):
                         continue
                     if prop.get("readOnly") is True or name in self.collection.key:
                         seen.add(name)
-                        self.fills.append(_Fill(name, _fill_kind(prop), (prop, prop_uri)))
-                    elif name in required and bodies is not None and (fill := self._missing(
-                            walk, name, (prop, prop_uri), sendable)) is not None:
+                        kind = _fill_kind(prop)
+                        if kind == "generated" and name in self.collection.key:
+                            kind = next((known[n] for n in (name, *self.aliases(name)) if n in known),
+                                        "uuid" if _any_text(walk, (prop, prop_uri)) else kind)
+                        self.fills.append(_Fill(name, kind, (prop, prop_uri)))
+                    elif name in required and bodies is not None:
                         seen.add(name)
-                        self.fills.append(fill)
+                        self.fills.append(self._missing(walk, name, (prop, prop_uri), sendable))
+            self._copies = self._copied(declared - sendable.keys())
         items = {self.key_of(item): item for item in self.collection.items}
         for fill in self.fills:
             if fill.kind == "sequence":
@@ -192,11 +208,25 @@ class LiveCollection:
         self._base_keys = {op_id: [self.key_of(e.item) for e in es] for op_id, es in entries.items()}
         self._base_entries = {op_id: dict(zip(self._base_keys[op_id], entries[op_id])) for op_id in entries}
 
+    def _copied(self, names: set[str]) -> dict[str, tuple[str, str]]:
+        """The server's fields that copy a member of another (Prefect's `state_type` of `state.type`, or
+        `stateType`): each follows it on every write."""
+        assert self._completer is not None
+        props = self._completer.properties([p for schema in self.reads for p in self._completer.walk.parts(*schema)])
+        found: dict[str, tuple[str, str]] = {}
+        for name in sorted(names):
+            splits = [(name[:i], name[i + 1:]) for i, c in enumerate(name) if c == "_"] + [
+                (name[:i], name[i].lower() + name[i + 1:]) for i, c in enumerate(name) if i and c.isupper()]
+            for whole, member in splits:
+                if whole in props and member in self._completer.properties(self._completer.applying({}, props[whole])):
+                    found[name] = (whole, member)
+        return found
+
     @staticmethod
-    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill | None:
+    def _missing(walk: SchemaWalk, name: str, schema: Schema, sendable: dict[str, Any]) -> _Fill:
         """How the server fills a property its reads require when a create leaves it out (`server_value`)."""
-        value = server_value(walk, [schema], [sendable[name]] if name in sendable else [])
-        return None if value is _CLIENTS else _Fill(name, "missing", schema, value)
+        return _Fill(name, "missing", schema, server_value(walk, [schema], [sendable[name]] if name in sendable
+                                                           else []))
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -397,11 +427,16 @@ class LiveCollection:
 
     # -- writing ---------------------------------------------------------------------------------------------
     def complete(self, item: dict[str, Any], sent: Schema | None) -> dict[str, Any]:
-        """The item as reads answer it at every depth (`Completer`); `sent`: the write body's schema."""
+        """The item as reads answer it at every depth (`Completer`), the server's copies of a member (`state_type`)
+        as the member is now; `sent`: the write body's schema."""
         if self.schema is None or self._completer is None:
             return item
         done = frozenset(fill.name for fill in self.fills)
-        return self._completer.complete(item, [self.schema], [sent] if sent else [], done)
+        item = self._completer.complete(item, self.reads, [sent] if sent else [], done)
+        for name, (whole, member) in self._copies.items():
+            if isinstance(item.get(whole), dict) and member in item[whole]:
+                item[name] = item[whole][member]
+        return item
 
     def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]], sent: Any = None) -> None:
         """The item must fit every read that can answer it and the write's `own` answer, or the write is the
@@ -428,6 +463,26 @@ class LiveCollection:
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
 
+    def project(self, served: dict[str, Any], schema: Schema) -> Any:
+        """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
+        of a publish): the item's own values that the answer declares, a property named for the collection and
+        its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up (a
+        delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
+        completer = self._completer
+        assert completer is not None, "prepare() first"
+        declared = completer.properties(completer.walk.parts(*schema))
+        named = {alias: served[key] for key in self.collection.key if key in served
+                 for alias in self.aliases(key) if alias in declared and alias not in served}
+        kept = {name: value for name, value in served.items()  # not the item's `object: video` for `video.deleted`
+                if name not in declared or not completer.ruled_out(declared[name], value)}
+        return completer.complete({**kept, **named}, [schema], [])
+
+    def aliases(self, key: str) -> tuple[str, str]:
+        """The names other operations give a key of the items: `projectId` and `project_id` for a project's `id`."""
+        words = [word for word in re.split(r"[^A-Za-z0-9]+", singular(self.name.rsplit("/", 1)[-1])) if word]
+        return ("".join([words[0], *(w.title() for w in words[1:]), key[:1].upper() + key[1:]]),
+                "_".join([*words, key]))
+
     def rank_in(self, op_id: str, view: View, item: dict[str, Any]) -> list[int]:
         """The rank a new item takes in a list: right after the item the list's order puts before it (found in
         the view's order index by a bisection; an item updated since keeps its rank but is there by its values)."""
@@ -445,7 +500,10 @@ class LiveCollection:
                keep: dict[str, Any] | None = None, counters: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The item with the mock's own values: those of `keep` (the stored item an update or replace starts
         from) where it has them, else new ones (a create: any sent are overwritten; a sequence goes on from
-        `counters`, the highest numbers it handed out)."""
+        `counters`, the highest numbers it handed out). A reference the body sends by its stem where the reads
+        declare it with `Id` (Kindgi's run started with `flow: ingest` reads `flowId: ingest`) is that field."""
+        item = {**{self._references[k]: v for k, v in item.items() if k in self._references
+                   and self._references[k] not in item and isinstance(v, str | int)}, **item}
         result = dict(item)
         if keep is not None:
             for fill in self.fills:
@@ -483,6 +541,15 @@ def _first(pair: tuple[Any, Any]) -> Any:
 
 
 _UNPINNED = object()  # `locate`: a key field no filter pins
+
+
+def _any_text(walk: SchemaWalk, schema: Schema) -> bool:
+    """Whether a string schema takes any text 36 characters long: a key the mock makes there is a uuid, never
+    the same twice (a generated word would be: openai's videos, `id: {type: string}`)."""
+    parts = [part for part, _ in walk.parts(*schema)]
+    return all(part.get("type") in ("string", None) and not part.keys() & {"pattern", "enum", "const", "format"}
+               and part.get("maxLength", 36) >= 36 and part.get("minLength", 0) <= 36 for part in parts) and any(
+        part.get("type") == "string" for part in parts)
 
 
 def _fill_kind(schema: dict[str, Any]) -> str:
@@ -554,9 +621,6 @@ def _made(kind: str, schema: Schema, generator: SchemaGenerator) -> Any:
     return generator.generate(*schema, random.Random(uuid.uuid4().int), static=kind != "generated")
 
 
-_CLIENTS = object()  # `server_value`: the property is the client's to send, the server makes none
-
-
 def _types(walk: SchemaWalk, schemas: list[Schema]) -> set[str] | None:
     """The JSON types the schemas all declare between them (None: some part takes any)."""
     found: set[str] = set()
@@ -574,26 +638,27 @@ def _takes(types: set[str] | None, value: Any) -> bool:
 
 def server_value(walk: SchemaWalk, read: list[Schema], sent: list[Schema]) -> Any:
     """What the server gives a property its reads require and a write left out (`sent`: the write body's
-    schemas of it, empty when no body may send it): the reads' `default`, else the body's; a value made up when
-    no body may send it; null where the body may leave it out and the reads take null (FastAPI's `team_name:
-    str | None = None`); else `_CLIENTS`: the client's to send (the write is refused)."""
+    schemas of it, empty when no body may send it): the reads' `default`, else the body's; null where the body
+    may leave it out and the reads take null (FastAPI's `team_name: str | None = None`); else `_GENERATED`, a
+    value made up, as a server derives one (Kindgi's `isDefault` of a project, a run's `flowVersion`): the
+    description lets the client leave it out, so refusing the write would be the mock's own fault."""
     for schemas in (read, sent):
         for schema in schemas:
-            default = next((part["default"] for part, _ in walk.parts(*schema) if "default" in part), _CLIENTS)
-            if default is not _CLIENTS:
+            default = next((part["default"] for part, _ in walk.parts(*schema) if "default" in part), _GENERATED)
+            if default is not _GENERATED:
                 return default
-    if not sent:
-        return _GENERATED
     types = _types(walk, read)
-    return None if types is not None and "null" in types else _CLIENTS
+    return None if sent and types is not None and "null" in types else _GENERATED
 
 
 @dataclass
 class Completer:
     """Makes a written item what a read answers, at every depth of the reads' schema: a nested object's required
     properties the write left out (or sent as null where reads take none) are the server's to fill
-    (`server_value`), what the request gave is kept, and a property reads do not declare is dropped where the
-    reads' object is closed or the write body declares it `writeOnly` (a secret's value is never stored)."""
+    (`server_value`), an optional one no body may send is null where the reads take null, or a new uuid for a
+    reference by id the server sets (Prefect's `default_queue_id` of a pool), what the request gave is kept,
+    and a property reads do not declare is dropped where the reads' object is closed or the write body declares
+    it `writeOnly` (a secret's value is never stored)."""
 
     walk: SchemaWalk
     generator: SchemaGenerator
@@ -601,7 +666,7 @@ class Completer:
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
         """`done`: the top-level properties the collection's own fills gave a value already."""
-        parts = self._parts(value, read)
+        parts = self.applying(value, read)
         if depth > _MAX_DEPTH or not parts:
             return value
         if isinstance(value, list):
@@ -611,7 +676,7 @@ class Completer:
             return [self.complete(v, items, sent_items, depth=depth + 1) for v in value] if items else value
         if not isinstance(value, dict):
             return value
-        props, sent_props = self._properties(parts), self._properties(
+        props, sent_props = self.properties(parts), self.properties(
             [p for schema in sent for p in self.walk.parts(*schema)])
         closed = any(part.get("additionalProperties") is False or part.get("unevaluatedProperties") is False
                      for part, _ in parts)
@@ -621,33 +686,40 @@ class Completer:
                 if not closed and not any(part.get("writeOnly") is True for schema in sent_props.get(name, [])
                                           for part, _ in self.walk.parts(*schema)):
                     result[name] = v
-            elif v is not None or _takes(_types(self.walk, props[name]), None):
+            elif not self.holds(props[name], v):
+                continue  # null, or a type, the reads do not hold there (Kindgi's `agent: "id"` of a run that
+                # reads an `agent` object): the server's to fill, as if not sent
+            else:
                 result[name] = self.complete(v, props[name], sent_props.get(name, []), depth=depth + 1)
         required = dict.fromkeys(n for part, _ in parts for n in part.get("required") or [] if n in props)
+        for name in props:  # the server's, unset: null, as FastAPI answers it; a uuid reference a made-up id
+            if name not in required and name not in result and name not in sent_props and _takes(
+                    _types(self.walk, props[name]), None):
+                result[name] = str(uuid.uuid4()) if name.endswith(("_id", "Id")) and "uuid" in (
+                    part.get("format") for schema in props[name] for part, _ in self.applying("", [schema])) else None
         for name in required:
-            if name in result or (depth == 0 and name in done):
+            if name in result or (depth == 0 and name in done and name not in value):
                 continue
             made = server_value(self.walk, props[name], sent_props.get(name, []) if name not in value else [])
             if made is _GENERATED:
                 schema = props[name][0]
                 kinds = [_fill_kind(part) for part, _ in self.walk.parts(*schema)]
-                made = self.complete({}, props[name], [], depth=depth + 1) if "object" in (
+                result[name] = self.complete({}, props[name], [], depth=depth + 1) if "object" in (
                     _types(self.walk, props[name]) or ()) else _made(next(
                         (k for k in kinds if k not in ("generated", "sequence")), "static"), schema, self.generator)
-            elif made is not _CLIENTS:
-                made = copy.deepcopy(made)
-            if made is not _CLIENTS:
-                result[name] = made
+            else:
+                result[name] = copy.deepcopy(made)
         return result
 
-    def _properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
+    def properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
+        """The properties the parts declare, each with every schema that declares it."""
         props: dict[str, list[Schema]] = {}
         for part, uri in parts:
             for name, node in (part.get("properties") or {}).items():
                 props.setdefault(name, []).append(self.walk.deref(node, below(uri, "properties", name)))
         return props
 
-    def _parts(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+    def applying(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
         """The parts of the schemas that apply to the value: through `$ref` and `allOf`, and of each `anyOf`
         and `oneOf` the branch that fits the value best (`_fit`)."""
         found: list[tuple[dict[str, Any], str]] = []
@@ -661,7 +733,7 @@ class Completer:
                 branches = [(sub, below(uri, key, i)) for i, sub in enumerate(node.get(key) or [])]
                 if branches:
                     subs.append(max(branches, key=lambda branch: self._fit(value, branch)))
-            found += self._parts(value, subs, depth + 1)
+            found += self.applying(value, subs, depth + 1)
         return found
 
     def _fit(self, value: Any, branch: Schema) -> int:
@@ -671,12 +743,22 @@ class Completer:
             return -1
         if not isinstance(value, dict):
             return 0
-        props = self._properties(self.walk.parts(*branch))
-        for name, v in value.items():
-            for part, _ in (p for schema in props.get(name, []) for p in self.walk.parts(*schema)):
-                if ("const" in part and part["const"] != v) or ("enum" in part and v not in part["enum"]):
-                    return -1
+        props = self.properties(self.walk.parts(*branch))
+        if any(self.ruled_out(props.get(name, []), v) for name, v in value.items()):
+            return -1
         return sum(name in props for name in value)
+
+    def holds(self, schemas: list[Schema], value: Any) -> bool:
+        """Whether the schemas take a value of its JSON type, in the `anyOf`/`oneOf` branch it fits best."""
+        kinds = json_types(value)
+        return all(not isinstance(part.get("type"), str | list) or bool(kinds & set(
+            [part["type"]] if isinstance(part["type"], str) else part["type"])) for part, _ in self.applying(
+                value, schemas))
+
+    def ruled_out(self, schemas: list[Schema], value: Any) -> bool:
+        """Whether a `const` or `enum` of the schemas rules the value out."""
+        return any(("const" in part and part["const"] != value) or ("enum" in part and value not in part["enum"])
+                   for schema in schemas for part, _ in self.walk.parts(*schema))
 
 
 @dataclass
@@ -692,12 +774,21 @@ class Write:
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
     # the field named); the answer is the operation's own, not the item
+    answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
+
+    def shown(self, served: dict[str, Any]) -> Any:
+        """The answer to a write of this item: the item as served, or made to fit an answer of another shape."""
+        if self.answer is None or any(self.answer[1] == uri for _, uri in self.live.reads):
+            return served
+        return self.live.project(served, self.answer)
 
     def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
         a body to answer; a list of them after a create whose body is an array of items), and the headers the
         answer carries."""
         live, body = self.live, ctx.request.body
+        if body is None and self.kind != "delete" and not (self.op.request_body and self.op.request_body.required):
+            body = {}  # an optional body left out: nothing sent (openai's `POST /videos` with none)
         batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
         if self.kind != "delete" and not isinstance(body, dict) and not batch:
             raise MockError(400, f"{self.op.id} needs a JSON object in the body to {self.kind} an item"
@@ -767,5 +858,5 @@ class Write:
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
         if not answers:
             return None, headers
-        return [live.serve(item) for _, item in kept] if batch else live.serve(item), headers
+        return [live.serve(item) for _, item in kept] if batch else self.shown(live.serve(item)), headers
 

@@ -2,6 +2,7 @@
 its own under tests/data/stateful, served in process and called over HTTP as an SDK would."""
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,15 @@ def test_a_nested_object_the_reads_complete_is_filled_with_the_servers_fields_an
     assert all("token" not in row["item"] for row in store.live(None, "runs", "").rows.values())
 
 
+def test_the_servers_optional_fields_are_null_or_a_made_reference_and_a_copy_of_a_member_follows_it():
+    client = stateful("server_made.yaml")
+    run = body(client.post("/runs", json={"name": "r1", "state": {"type": "PENDING"}}))
+    assert run["ended"] is None and uuid.UUID(run["pool_id"]) and run["state_type"] == "PENDING"
+    assert client.patch(f"/runs/{run['id']}", json={"name": "r1", "state": {"type": "RUNNING"}}).status_code == 200
+    read = body(client.get(f"/runs/{run['id']}"))
+    assert read["state_type"] == "RUNNING" and read["pool_id"] == run["pool_id"] and read["ended"] is None
+
+
 def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_request_as_its_source():
     client = stateful("server_made.yaml")
     refused = client.post("/runs", json={"name": "r1", "state": {"type": "PENDING", "message": "far too long"}})
@@ -51,7 +61,47 @@ def test_an_item_that_still_cannot_fit_names_the_field_the_branch_and_the_reques
     assert body(client.get("/runs")) == []  # nothing stored
 
 
+def test_a_created_item_fits_every_read_and_a_create_answering_another_shape_gets_the_items_values():
+    client = stateful("shapes.yaml")
+    made = client.post("/projects", json={"name": "p1"})
+    assert made.status_code == 201, made.data
+    project_id = body(made)["id"]
+    assert body(made) == {"id": project_id} and str(uuid.UUID(project_id)) == project_id  # a uuid, as bodies say
+    read = body(client.get(f"/projects/{project_id}"))
+    assert read["name"] == "p1" and isinstance(read["isDefault"], bool)  # left out by the body: the server's
+    listed = body(client.get("/projects"))["data"]
+    assert [row["id"] for row in listed] == [project_id] and isinstance(listed[0]["tenantId"], str)  # the list's own
+    kept = body(client.post("/projects", json={"name": "p2", "isDefault": True}))
+    assert body(client.get(f"/projects/{kept['id']}"))["isDefault"] is True  # what the request gave is kept
+
+
+def test_a_reference_sent_by_its_stem_is_read_back_as_the_field_the_reads_name():
+    client = stateful("shapes.yaml")
+    run = client.post("/runs", json={"flow": "ingest"})
+    assert run.status_code == 201, run.data
+    assert body(run)["flowId"] == "ingest" and isinstance(body(run)["flowVersion"], str) and "flow" not in body(run)
+    assert body(client.get(f"/runs/{body(run)['id']}")) == body(run)
+
+
 # -- item 2: collections by resource, not by last path word -----------------------------------------------------
+def test_a_read_by_the_key_and_another_field_answering_the_item_reads_the_same_items():
+    client = stateful("shapes.yaml")
+    flow = {"id": "ingest", "version": "1.0.0", "name": "Ingest"}
+    published = client.post("/flows", json=flow)
+    assert published.status_code == 201 and body(published) == {"flowId": "ingest", "version": "1.0.0"}
+    assert body(client.get("/flows/ingest")) == flow
+    assert body(client.get("/flows/ingest/versions/1.0.0")) == flow
+    assert client.get("/flows/ingest/versions/2.0.0").status_code == 404
+
+
+def test_a_nested_create_answering_the_items_schema_of_another_collection_creates_into_it():
+    client = stateful("shapes.yaml")
+    made = client.post("/teams/t1/projects", json={"name": "p3"})
+    assert made.status_code == 201, made.data
+    assert body(client.get(f"/projects/{body(made)['id']}"))["name"] == "p3"
+    assert [p["name"] for p in body(client.get("/projects"))["data"]] == ["p3"]
+
+
 def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_operations_use():
     client = stateful("families.yaml")
     v1 = client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2})
@@ -133,6 +183,47 @@ def test_an_action_whose_body_names_fields_of_the_item_updates_them():
                        json={"state": {"type": "RUNNING"}}).status_code == 404
     assert client.patch(f"/flows/{flow['id']}/state", json={"type": "RUNNING"}).status_code == 204  # a sub-object
     assert body(client.get(f"/flows/{flow['id']}"))["state"] == {"type": "RUNNING"}
+
+
+def test_set_state_under_two_kinds_of_items_acts_on_each_and_a_plural_under_an_item_is_no_action():
+    client = stateful("actions.yaml")
+    for runs in ("flow_runs", "task_runs"):
+        run = body(client.post(f"/{runs}", json={"name": "r"}))
+        assert client.post(f"/{runs}/{run['id']}/set_state", json={"state": {"type": "RUNNING"}}).status_code == 200
+        assert body(client.get(f"/{runs}/{run['id']}"))["state"] == {"type": "RUNNING"}
+    run = body(client.post("/flow_runs", json={"name": "r"}))
+    assert client.post(f"/flow_runs/{run['id']}/api_keys", json={"name": "key"}).status_code == 200
+    assert body(client.get(f"/flow_runs/{run['id']}"))["name"] == "r"  # a key was made: the run is as it was
+
+
+def test_a_create_without_its_optional_body_a_key_never_made_twice_and_a_delete_answering_its_own_shape():
+    client = stateful("actions.yaml")
+    made = [client.post("/videos") for _ in range(30)]  # no body: the description makes it optional
+    assert all(r.status_code == 200 for r in made), made[0].data
+    ids = [body(r)["id"] for r in made]
+    assert len(set(ids)) == 30 and all(body(r)["object"] == "video" for r in made)
+    gone = client.delete(f"/videos/{ids[0]}")
+    assert gone.status_code == 200 and body(gone) == {"id": ids[0], "object": "video.deleted",
+                                                      "deleted": body(gone)["deleted"]}
+    assert client.get(f"/videos/{ids[0]}").status_code == 404
+
+
+def test_items_of_one_word_under_two_parents_and_two_shapes_are_two_collections():
+    client = stateful("actions.yaml")
+    run = body(client.post("/flow_runs", json={"name": "r"}))
+    task = body(client.post("/task_runs", json={"name": "t"}))
+    assert client.post(f"/flow_runs/{run['id']}/notes", json={"text": "a"}).status_code == 201
+    made = client.post(f"/task_runs/{task['id']}/notes", json={"body": "b"})
+    assert made.status_code == 201, made.data
+    assert [n["body"] for n in body(client.get(f"/task_runs/{task['id']}/notes"))] == ["b"]
+
+
+def test_a_value_of_a_type_the_reads_do_not_hold_and_a_read_of_bytes_do_not_break_a_write():
+    client = stateful("actions.yaml")
+    run = client.post("/flow_runs", json={"name": "r", "agent": "a1", "tags": "x"})  # it reads objects of both
+    assert run.status_code == 201 and "agent" not in body(run) and body(run)["tags"] == {}, run.data  # required
+    blob = client.post("/blobs", json={"name": "b"})  # its read answers bytes: not one of the reads checked
+    assert blob.status_code == 201, blob.data
 
 
 @pytest.mark.slow  # a whole contract run

@@ -6,7 +6,7 @@ per request and the checker process's peak RSS; then an in-process `mockserver c
 description, in the same process) with its peak RSS, and the issue's targets.
 
 Requests are every HTTP request each checker sent, counted in its process (`bench/counted.py`): preflight,
-discovery and forced responses included.
+discovery and forced responses included. Each writes a JUnit report, as in CI.
 
     .venv/bin/python bench/contract_speed.py                             # both targets, the default budget
     .venv/bin/python bench/contract_speed.py kindgi --max-examples 10    # the Kindgi mock only, a smaller budget"""
@@ -75,14 +75,14 @@ class Row:
         return 1000 * self.cpu / self.requests if self.requests else float("nan")
 
 
-def measured(module: list[str], target: str, checker: str) -> Row:
+def measured(module: list[str], target: str, checker: str, folder: Path) -> Row:
     """Run a checker (`python -m MODULE ARGS…`) to its end: wall time, its peak RSS (`wait4`'s, of that process
     alone) and the requests it sent. A checker's exit 1 is its verdict on the target, not a failure of the bench."""
-    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
-        count = Path(folder) / "requests"
+    with tempfile.TemporaryFile() as log:
+        count = folder / "requests"
         start = time.monotonic()
         proc = subprocess.Popen([sys.executable, str(BENCH / "counted.py"), str(count), "-m", *module],
-                                stdout=log, stderr=log, cwd=ROOT)
+                                stdout=log, stderr=log, cwd=folder)  # Schemathesis' cache goes there too
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         seconds = time.monotonic() - start
@@ -95,24 +95,32 @@ def measured(module: list[str], target: str, checker: str) -> Row:
 
 
 def mockserver(target: Target, budget: Budget, in_process: bool = False) -> Row:
+    with tempfile.TemporaryDirectory() as folder:
+        return _mockserver(target, budget, Path(folder), in_process)
+
+
+def _mockserver(target: Target, budget: Budget, folder: Path, in_process: bool) -> Row:
     module = ["mockserver", "contract", "--spec", str(target.spec), "--seed", str(budget.seed),
-              "--max-examples", str(budget.max_examples), "--phases", ",".join(budget.phases)]
+              "--max-examples", str(budget.max_examples), "--phases", ",".join(budget.phases),
+              "--junit", str(folder / "contract.xml")]
     if not in_process:
         module += ["--url", target.url]
     if target.token:
         module += ["--token", target.token]
     checker = "mockserver contract (in-process mock)" if in_process else "mockserver contract --url"
-    return measured(module, target.name, checker)
+    return measured(module, target.name, checker, folder)
 
 
 def schemathesis(target: Target, budget: Budget) -> Row:
-    module = ["schemathesis.cli", "run", str(target.spec), "--url", target.url, "--checks", "all",
-              "--seed", str(budget.seed), "--max-examples", str(budget.max_examples),
-              "--phases", ",".join(budget.phases), "--continue-on-failure", "--workers", "1",
-              "--generation-database", "none", "--no-color"]
-    if target.token:
-        module += ["--header", f"Authorization: Bearer {target.token}"]
-    return measured(module, target.name, "schemathesis run")
+    with tempfile.TemporaryDirectory() as folder:
+        module = ["schemathesis.cli", "run", str(target.spec), "--url", target.url, "--checks", "all",
+                  "--seed", str(budget.seed), "--max-examples", str(budget.max_examples),
+                  "--phases", ",".join(budget.phases), "--continue-on-failure", "--workers", "1",
+                  "--generation-database", "none", "--no-color", "--report", "junit",
+                  "--report-junit-path", f"{folder}/junit.xml"]
+        if target.token:
+            module += ["--header", f"Authorization: Bearer {target.token}"]
+        return measured(module, target.name, "schemathesis run", Path(folder))
 
 
 def side_by_side(target: Target, budget: Budget) -> list[Row]:

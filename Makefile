@@ -10,7 +10,7 @@ PORT ?= 4010
 ARGS ?=
 KINDGI := --spec spec/kindgi.yaml --fixtures fixtures
 
-.PHONY: install install-test browser redis airflow run run-kindgi-official test lint validate contract soak bench bench-sdks \
+.PHONY: install install-test browser redis airflow run run-kindgi-official test lint validate contract soak bench bench-sdks bench-contract \
 	clean
 
 install: $(STAMP)
@@ -83,6 +83,13 @@ bench: install-test
 # ~/.cache/mockserver/sdks/ (downloads; a few minutes). `make bench-sdks SDKS_ARGS='kindgi --runs 2'`
 bench-sdks: install
 	$(BIN)/python bench/sdks.py $(SDKS_ARGS)
+
+# `mockserver contract --url` beside plain `schemathesis run` (issue 34): the same target, description, checks and
+# budget, on Prefect's real server (installed as bench-sdks does) and the Kindgi mock; then an in-process run of
+# Prefect's 188-operation description. Not part of `make bench`; a full budget takes a quarter of an hour.
+# `make bench-contract CONTRACT_SPEED_ARGS='kindgi --max-examples 10'`
+bench-contract: install-test
+	$(BIN)/python bench/contract_speed.py $(CONTRACT_SPEED_ARGS)
 
 # the published corpus (issues 8, 17, 19), mocked with no fixtures and checked by `mockserver contract` itself in a
 # positive and a negative mode (docs/COMPATIBILITY.md); writes bench/results/corpus.json. Skipped (exit 0) when

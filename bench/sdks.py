@@ -234,23 +234,43 @@ def kindgi(index_url: str | None) -> list[Outcome]:
     return outcomes
 
 
+@dataclass
+class PrefectServer:
+    """Prefect's real server, started: its API's URL, the description it publishes, the environment its clients
+    need and the Python of its venv."""
+
+    url: str
+    spec: Path
+    env: dict[str, str]
+    python: str
+
+
+@contextmanager
+def prefect_server(home: Path, index_url: str | None = None) -> Iterator[PrefectServer]:
+    """Prefect's real server from the SDK's venv, its SQLite database and its description (`openapi.json`) in
+    `home`, which outlives the server."""
+    python = sdk_python("prefect", "prefect", index_url)
+    env = {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
+           "PREFECT_LOGGING_LEVEL": "WARNING"}
+    port = free_port()
+    command = [python, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with started(command, port, env):
+        url = f"http://127.0.0.1:{port}/api"
+        spec = cache_dir() / "prefect" / version(python, "prefect") / "openapi.json"  # kept, to serve again
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
+            spec.write_bytes(answer.read())
+        yield PrefectServer(url, spec, env, python)
+
+
 def prefect(index_url: str | None) -> list[Outcome]:
     """Prefect's own client against its real server (SQLite in a temp folder) and against the mock of the
     description that server publishes."""
-    python = sdk_python("prefect", "prefect", index_url)
     outcomes = []
     with tempfile.TemporaryDirectory() as home:
-        env = {"PREFECT_HOME": home, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
-               "PREFECT_LOGGING_LEVEL": "WARNING"}
-        port = free_port()
-        command = [python, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-        with started(command, port, env):
-            url = f"http://127.0.0.1:{port}/api"
-            spec = cache_dir() / "prefect" / version(python, "prefect") / "openapi.json"  # kept, to serve again
-            spec.parent.mkdir(parents=True, exist_ok=True)
-            with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
-                spec.write_bytes(answer.read())
-            outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, url, env))
+        with prefect_server(Path(home), index_url) as server:
+            python, spec, env = server.python, server.spec, server.env
+            outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, server.url, env))
         base = json.loads(spec.read_text()).get("servers", [{}])[0].get("url", "")  # `/api`, as served
         for label, flags in MODES:
             port = free_port()

@@ -279,7 +279,13 @@ class Answers:
     def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
         """An item the request names may be missing (an unknown id): its status, 404, is answered within the
         operation's `4XX` or `default` response where it declares no 404; where it declares neither, it is
-        answered all the same and said once, at start-up, as the description's gap."""
+        answered all the same and said once, at start-up, as the description's gap. So is a list's 400 for a
+        cursor the mock did not issue."""
+        if fixture.listing is not None and not fixture.listing.bare and not op.declares(400):
+            self.warnings.append(located.problem(
+                f"{op.id} declares no 400 (nor 4XX, nor default), yet a {fixture.listing.cursor_param} it is sent "
+                "may not be one the mock issued: answered 400 all the same; the description should declare it",
+                "responses"))
         if fixture.item is not None:
             collection, status = fixture.item.collection, fixture.item.status or 404
         elif fixture.write is not None and fixture.write.kind != "create":

@@ -149,6 +149,20 @@ def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_
         "same; the description should declare it"]
 
 
+def test_an_empty_cursor_is_the_first_page_and_an_undeclared_400_for_a_foreign_cursor_is_said_once_at_start_up():
+    client = stateful("cursors.yaml")
+    for text in "abc":
+        assert client.post("/notes", json={"text": text}).status_code == 201
+    first = body(client.get("/notes?limit=2"))
+    assert body(client.get("/notes?limit=2&cursor=")) == first  # a client's unset cursor: the first page
+    assert [n["text"] for n in body(client.get(f"/notes?limit=2&cursor={first['nextCursor']}"))["data"]] == ["c"]
+    assert client.get("/notes?cursor=junk").status_code == 400  # answered all the same
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 400" in m] == [
+        "listNotes declares no 400 (nor 4XX, nor default), yet a cursor it is sent may not be one the mock issued: "
+        "answered 400 all the same; the description should declare it"]
+
+
 # -- item 3: searches, counts and actions -----------------------------------------------------------------------
 def flows(client: FlaskClient, *names: str) -> dict[str, dict]:
     made = {name: client.post("/flows/", json={"name": name, "tags": [name[0]]}) for name in names}

@@ -163,6 +163,16 @@ def test_an_empty_cursor_is_the_first_page_and_an_undeclared_400_for_a_foreign_c
         "answered 400 all the same; the description should declare it"]
 
 
+def test_a_list_of_closed_summaries_serves_each_stored_item_cut_to_the_summary():
+    client = stateful("summaries.yaml")
+    made = client.post("/providers", json={"providerId": "p1", "kind": "oidc", "clientId": "c1"})
+    assert made.status_code == 201, made.data
+    provider = body(made)
+    assert provider["kind"] == "oidc" and provider["clientId"] == "c1"
+    assert body(client.get("/providers"))["data"] == [{"providerId": provider["providerId"], "kind": "oidc"}]
+    assert body(client.get(f"/providers/{provider['providerId']}")) == provider  # a read by id: the whole item
+
+
 # -- item 3: searches, counts and actions -----------------------------------------------------------------------
 def flows(client: FlaskClient, *names: str) -> dict[str, dict]:
     made = {name: client.post("/flows/", json={"name": name, "tags": [name[0]]}) for name in names}

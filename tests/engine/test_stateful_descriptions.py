@@ -125,6 +125,15 @@ def test_a_read_by_another_field_of_the_items_reads_the_same_items():
     assert client.get("/concurrency_limits/tag/db").status_code == 404
 
 
+def test_two_resources_ending_in_the_same_word_but_read_with_other_items_are_two_collections():
+    client = stateful("same_word.yaml")
+    model = client.post("/providers", json={"region": "eu"})
+    identity = client.post("/auth/providers", json={"providerId": "okta", "clientId": "c1"})
+    assert model.status_code == 201 and identity.status_code == 201, (model.data, identity.data)
+    assert body(client.get(f"/providers/{body(model)['id']}")) == body(model)
+    assert body(client.get("/auth/providers/okta")) == {"providerId": "okta", "clientId": "c1"}
+
+
 # -- item 6: the stateful mock keeps to its own description -----------------------------------------------------
 def test_a_create_whose_declared_body_is_an_array_creates_each_item_in_order():
     client = stateful("undeclared.yaml")

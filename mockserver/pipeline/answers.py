@@ -279,7 +279,13 @@ class Answers:
     def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
         """An item the request names may be missing (an unknown id): its status, 404, is answered within the
         operation's `4XX` or `default` response where it declares no 404; where it declares neither, it is
-        answered all the same and said once, at start-up, as the description's gap."""
+        answered all the same and said once, at start-up, as the description's gap. So is a list's 400 for a
+        cursor the mock did not issue."""
+        if fixture.listing is not None and not fixture.listing.bare and not op.declares(400):
+            self.warnings.append(located.problem(
+                f"{op.id} declares no 400 (nor 4XX, nor default), yet a {fixture.listing.cursor_param} it is sent "
+                "may not be one the mock issued: answered 400 all the same; the description should declare it",
+                "responses"))
         if fixture.item is not None:
             collection, status = fixture.item.collection, fixture.item.status or 404
         elif fixture.write is not None and fixture.write.kind != "create":
@@ -329,12 +335,14 @@ class Answers:
                 continue
             node, uri, validator = media.schema.node, media.schema.uri, media.schema.validator
             if fixture.listing is not None and fixture.listing.collection.name in self.live:
-                query = fixture.listing
-                self.live[query.collection.name].checks.append((op_id, validator, partial(_wrapped, query)))
+                query, live = fixture.listing, self.live[fixture.listing.collection.name]
                 items = walk.items(*(walk.deref(node, uri) if query.bare else
                                      walk.property(node, uri, query.items_field)))
                 if items[0] is not None:
                     schemas.setdefault(query.collection.name, {}).setdefault("list", []).append(items)
+                    if (cut := _closed_properties(walk.parts(*items))) is not None:
+                        live.cuts[op_id] = cut
+                live.checks.append((op_id, validator, partial(_wrapped, query, live, op_id)))
             if fixture.item is not None and fixture.item.collection.name in self.live:
                 self.live[fixture.item.collection.name].checks.append((op_id, validator, lambda item: item))
                 schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", []).append((node, uri))
@@ -762,6 +770,15 @@ def _agrees(example: Any, body: Any) -> bool:
     return bool(example == body)
 
 
-def _wrapped(query: ListQuery, item: dict[str, Any]) -> Any:
+def _wrapped(query: ListQuery, live: LiveCollection, op_id: str, item: dict[str, Any]) -> Any:
     """An item as a list's answer holds it: a stored item is checked against what the reads answer."""
-    return query.wrap([item])
+    return query.wrap([live.listed(op_id, item)])
+
+
+def _closed_properties(parts: list[tuple[dict[str, Any], str]]) -> frozenset[str] | None:
+    """The properties a closed object schema (`additionalProperties: false`, no `patternProperties`) declares;
+    None when it is open."""
+    if not any(part.get("additionalProperties") is False for part, _ in parts) or any(
+            "patternProperties" in part for part, _ in parts):
+        return None
+    return frozenset(name for part, _ in parts for name in part.get("properties") or {})

@@ -222,7 +222,7 @@ class ListQuery:
                                       ctx.caller.key)
         start = 0
         cursor = request.query.get(self.cursor_param)
-        if cursor is not None:
+        if cursor is not None and cursor != "":  # `cursor=` (a client's unset cursor) asks for the first page
             after = self.sealer.open(str(cursor), binding, self.cursor_param, list if source else int)
             start = bisect_right(entries, after, key=lambda e: e.rank)
         limit = request.query.get(self.limit_param, self.limit_default) or len(entries)

@@ -135,6 +135,7 @@ class LiveCollection:
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
     fills: list[_Fill] = field(default_factory=list)
     fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
+    cuts: dict[str, frozenset[str]] = field(default_factory=dict)  # list -> all its closed items may hold
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
     _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
@@ -336,7 +337,19 @@ class LiveCollection:
         assert row is not None
         view.items[key], view.served[key], view.made[key] = row["item"], entry.public, entry
         for op_id in view.entries:
-            self._insert(view, op_id, entry._replace(rank=_row_rank(row, op_id)))
+            self._insert(view, op_id, self._listed_entry(op_id, entry._replace(rank=_row_rank(row, op_id))))
+
+    def listed(self, op_id: str, public: dict[str, Any]) -> dict[str, Any]:
+        """A served item as a list holds it: cut to the properties its items declare where they are closed (a
+        summary of the item), else whole."""
+        cut = self.cuts.get(op_id)
+        if cut is None or public.keys() <= cut:
+            return public
+        return {name: value for name, value in public.items() if name in cut}
+
+    def _listed_entry(self, op_id: str, entry: Entry) -> Entry:
+        public = self.listed(op_id, entry.public)
+        return entry if public is entry.public else entry._replace(public=public, json=to_json(public))
 
     def _insert(self, view: View, op_id: str, entry: Entry) -> None:
         insort(view.entries[op_id], entry, key=_rank_of)
@@ -374,7 +387,8 @@ class LiveCollection:
         entries: dict[str, list[Entry]] = {}
         for op_id, base_entries in base.entries.items():
             kept = [e for e, key in zip(base_entries, self._base_keys[op_id]) if key not in written]
-            kept += [entry._replace(rank=_row_rank(written[key], op_id)) for key, entry in made.items()]
+            kept += [self._listed_entry(op_id, entry._replace(rank=_row_rank(written[key], op_id)))
+                     for key, entry in made.items()]
             kept.sort(key=_rank_of)
             entries[op_id] = kept
         seq = max((row.get("seq", -1) for row in stored.values()), default=-1) + 1
@@ -578,11 +592,17 @@ def _closest(error: ValidationError) -> ValidationError:
 def _in_item(answer: Any, item: Any, path: list[Any]) -> list[Any] | None:
     """The part of a path into an answer (a page holding the item, or the item itself) inside the item; None
     when the path does not go through it (a page's own field)."""
-    while answer is not item:
+    while not _is_or_cut(answer, item):
         if not path:
             return None
         answer = answer[path.pop(0)]
     return path
+
+
+def _is_or_cut(part: Any, item: Any) -> bool:
+    """Whether an answer's part is the item, or the item cut to a list's summary (`LiveCollection.listed`)."""
+    return part is item or (isinstance(part, dict) and isinstance(item, dict) and bool(part)
+                            and all(item.get(name, _UNPINNED) is value for name, value in part.items()))
 
 
 def _given(sent: Any, path: list[Any]) -> bool:

@@ -125,6 +125,15 @@ def test_a_read_by_another_field_of_the_items_reads_the_same_items():
     assert client.get("/concurrency_limits/tag/db").status_code == 404
 
 
+def test_two_resources_ending_in_the_same_word_but_read_with_other_items_are_two_collections():
+    client = stateful("same_word.yaml")
+    model = client.post("/providers", json={"region": "eu"})
+    identity = client.post("/auth/providers", json={"providerId": "okta", "clientId": "c1"})
+    assert model.status_code == 201 and identity.status_code == 201, (model.data, identity.data)
+    assert body(client.get(f"/providers/{body(model)['id']}")) == body(model)
+    assert body(client.get("/auth/providers/okta")) == {"providerId": "okta", "clientId": "c1"}
+
+
 # -- item 6: the stateful mock keeps to its own description -----------------------------------------------------
 def test_a_create_whose_declared_body_is_an_array_creates_each_item_in_order():
     client = stateful("undeclared.yaml")
@@ -147,6 +156,30 @@ def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_
     assert [m for m in warnings if "declares no 404" in m] == [
         "deleteTag declares no 404 (nor 4XX, nor default), yet a tag it names may not exist: answered 404 all the "
         "same; the description should declare it"]
+
+
+def test_an_empty_cursor_is_the_first_page_and_an_undeclared_400_for_a_foreign_cursor_is_said_once_at_start_up():
+    client = stateful("cursors.yaml")
+    for text in "abc":
+        assert client.post("/notes", json={"text": text}).status_code == 201
+    first = body(client.get("/notes?limit=2"))
+    assert body(client.get("/notes?limit=2&cursor=")) == first  # a client's unset cursor: the first page
+    assert [n["text"] for n in body(client.get(f"/notes?limit=2&cursor={first['nextCursor']}"))["data"]] == ["c"]
+    assert client.get("/notes?cursor=junk").status_code == 400  # answered all the same
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 400" in m] == [
+        "listNotes declares no 400 (nor 4XX, nor default), yet a cursor it is sent may not be one the mock issued: "
+        "answered 400 all the same; the description should declare it"]
+
+
+def test_a_list_of_closed_summaries_serves_each_stored_item_cut_to_the_summary():
+    client = stateful("summaries.yaml")
+    made = client.post("/providers", json={"providerId": "p1", "kind": "oidc", "clientId": "c1"})
+    assert made.status_code == 201, made.data
+    provider = body(made)
+    assert provider["kind"] == "oidc" and provider["clientId"] == "c1"
+    assert body(client.get("/providers"))["data"] == [{"providerId": provider["providerId"], "kind": "oidc"}]
+    assert body(client.get(f"/providers/{provider['providerId']}")) == provider  # a read by id: the whole item
 
 
 # -- item 3: searches, counts and actions -----------------------------------------------------------------------

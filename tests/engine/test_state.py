@@ -158,8 +158,9 @@ def test_drift_is_counted_once_for_every_process_up_to_its_cap(stores, monkeypat
     second.count_drift({"a": {"seen": 2}})
     second.count_drift({})
     first.count_drift({"c": {"seen": 3}, "b": {"seen": 3}})
-    for store in (first, second):
+    for store in (first, second):  # both processes' counts sent before either is read (a batch may wait 20 ms)
         store.sync()
+    for store in (first, second):
         counts = store.drift()
         assert (counts.exchanges, counts.drifting, counts.overflow) == (4, 3, 1)
         assert dict(counts.kinds) == {"a": ({"seen": 1}, 2), "b": ({"seen": 1}, 2)}

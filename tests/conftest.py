@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,8 @@ def serving(*args: str, env: dict[str, str] | None = None,
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "mockserver", command, "--port", str(port), *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env} if env else None)
+                            env={**os.environ, **env} if env else None,
+                            start_new_session=True)  # its own process group: its workers are stopped with it
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -165,6 +167,8 @@ def serving(*args: str, env: dict[str, str] | None = None,
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        with suppress(ProcessLookupError):  # a worker left behind (its server killed, or stopped by a test)
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 class RedisServer:

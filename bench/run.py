@@ -268,22 +268,21 @@ def other_cpu(seconds: float) -> float:
     return round((busy_ticks() - before) / TICK / seconds, 2)
 
 
-def vm_hwm_kb(pid: int) -> int:
-    """The peak resident set of a process, in kB (0 when it is gone)."""
+def status_kb(pid: int, field: str) -> int:
+    """A memory figure of /proc/PID/status (`VmRSS` now, `VmHWM` its peak), in kB (0 when the process is gone)."""
     try:
-        match = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+        match = re.search(rf"^{field}:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
     except OSError:
         return 0
     return int(match.group(1)) if match else 0
+
+
+def vm_hwm_kb(pid: int) -> int:
+    return status_kb(pid, "VmHWM")
 
 
 def vm_rss_kb(pid: int) -> int:
-    """The resident set of a process now, in kB (0 when it is gone)."""
-    try:
-        match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
-    except OSError:
-        return 0
-    return int(match.group(1)) if match else 0
+    return status_kb(pid, "VmRSS")
 
 
 def rss_mb(pid: int) -> float:

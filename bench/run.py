@@ -598,7 +598,7 @@ class Bench:
             server.wait_answer("/pets", {}, want_200=True, timeout=60)
             for at in GROWTH_AT:
                 fill(port, at - held)
-                rss[at] = [sum(vm_rss_kb(pid) for pid in tree(server.proc.pid)) / 1024,
+                rss[at] = [rss_mb(server.proc.pid),
                            vm_rss_kb(redis_pid) / 1024 if redis_pid else 0.0]
                 log(f"  {at:,} pets: RSS {rss[at][0]:.0f} MB" + (f", redis-server {rss[at][1]:.0f} MB"
                                                                  if redis_pid else ""))

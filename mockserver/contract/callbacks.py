@@ -29,6 +29,7 @@ from ..base.pointers import pointer_tokens
 from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template, parse
 from ..spec.index import HTTP_METHODS, SpecIndex, pointer_uri
 from ..spec.schemas import iter_errors
+from .discovery import label as operation_label
 from .results import Finding, OperationResult, RunResult, keep
 
 CHECK = "callbacks"
@@ -77,7 +78,7 @@ def declared(spec: SpecIndex) -> tuple[dict[str, list[Callback]], list[str]]:
     problems: list[Problem] = []
     docs = spec.docs
     for op in spec.operations.values():
-        label = f"{op.method.upper()} {op.path}"
+        label = operation_label(op)
         node, _ = docs.deref(docs.lookup(op.uri), op.uri)
         callbacks, uri = docs.deref(node.get("callbacks") if isinstance(node, dict) else None,
                                     pointer_uri(op.uri, "callbacks"))

@@ -398,9 +398,8 @@ class LiveCollection:
         """The keys of the items `where` may pick, in the view's order: the one item its filters pin by the
         collection's key (a look-up), else all of them (a scan)."""
         pinned = {f.pins[0]: f.pins[1](ctx) for f in where if f.pins is not None}
-        wanted = [pinned.get(name, _UNPINNED) for name in self.collection.key]
-        if all(type(value) in (str, int) for value in wanted):  # equal only to a value of the same JSON
-            key = json.dumps(wanted, separators=(",", ":"))
+        if all(type(pinned.get(name, _UNPINNED)) in (str, int) for name in self.collection.key):  # equal only
+            key = self.key_of(pinned)  # to a value of the same JSON
             return [key] if key in view.items else []
         return list(view.items)
 

@@ -188,7 +188,7 @@ class MemoryStore(Store):
                 return
             gone = set(uids)
             for counts in (self._hits, self._draws):
-                for key in [k for k in counts if k in gone or k.partition("@")[0] in gone]:
+                for key in [k for k in counts if k.partition("@")[0] in gone]:
                     del counts[key]
 
     def forget_session_counts(self, session: str) -> None:

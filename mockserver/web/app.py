@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +121,7 @@ def create_app(spec: str | Path, fixtures: str | Path | None = None, options: Op
 def _observe(mocks: dict[str, MockApp], metrics: bool, otel: bool) -> None:
     """`metrics`: one count of this process's answers for all its APIs; `otel`: this process's spans sent."""
     if metrics:
-        counted = Metrics(lambda: {name: mock.pipeline for name, mock in mocks.items()})
+        counted = Metrics(partial(_pipelines, mocks))
         for mock in mocks.values():
             mock.metrics = counted
     if otel:
@@ -217,7 +218,7 @@ def _install_control(app: MockFlask, current: Callable[[], Pipeline], fallback: 
     what every call needs of one (the envelope of its refusal)."""
     mocks = list(apis.values()) if apis else [app.mock]
     app.config["MAX_CONTENT_LENGTH"] = app.mock.pipeline.options.max_body  # 413 before reading the body
-    every = (lambda: {name: mock.pipeline for name, mock in apis.items()}) if apis else None
+    every = partial(_pipelines, apis) if apis else None
     control_api = control_blueprint(current, drift=drift, metrics=app.mock.metrics, every=every)
     pages, data = dashboard_blueprints(current, tuple(apis or ()))
     control_api.register_blueprint(data)  # the dashboard's data: behind the control token
@@ -232,6 +233,11 @@ def _install_control(app: MockFlask, current: Callable[[], Pipeline], fallback: 
             open_blueprint=pages.name)  # the pages ask for the token
     app.register_blueprint(control_api)
     app.register_blueprint(pages)
+
+
+def _pipelines(mocks: dict[str, MockApp]) -> dict[str, Pipeline]:
+    """What each API serves now, by name (a reload swaps a pipeline)."""
+    return {name: mock.pipeline for name, mock in mocks.items()}
 
 
 def pipeline_of(app: Flask) -> Pipeline:

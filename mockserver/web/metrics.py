@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
     from prometheus_client.metrics_core import Metric
 
     from ..pipeline.pipeline import Pipeline
@@ -53,6 +52,14 @@ class Metrics:
             store = pipeline.store
             if store.shared:
                 store.timed = _trips(trips.labels(api, store.kind), errors.labels(api, store.kind))
+        # what a scrape reads, both at collect time: every worker's files (or this process's counts), the state
+        self._scraped = self._own
+        if self._multiprocess:
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            self._scraped = CollectorRegistry()
+            MultiProcessCollector(self._scraped)
+        self._scraped.register(_StateGauges(apis))
 
     def answered(self, api: str, operation: str | None, status: int, source: str, seconds: float) -> None:
         """One answer of a described API (the request path: two dictionary lookups and two increments)."""
@@ -69,21 +76,9 @@ class Metrics:
 
     def scrape(self) -> bytes:
         """Every worker's counts, and the state's gauges, in Prometheus' text format."""
-        from prometheus_client import CollectorRegistry, generate_latest
-        from prometheus_client.multiprocess import MultiProcessCollector
+        from prometheus_client import generate_latest
 
-        registry: CollectorRegistry
-        if self._multiprocess:
-            registry = CollectorRegistry()
-            MultiProcessCollector(registry)
-        else:
-            registry = self._own
-        gauges = _StateGauges(self._apis())
-        registry.register(gauges)
-        try:
-            return generate_latest(registry)
-        finally:
-            registry.unregister(gauges)
+        return generate_latest(self._scraped)
 
 
 def _trips(timer: Any, failures: Any) -> Callable[[float, bool], None]:
@@ -97,8 +92,8 @@ def _trips(timer: Any, failures: Any) -> Callable[[float, bool], None]:
 class _StateGauges:
     """What the state of each API holds now, read at scrape time."""
 
-    def __init__(self, apis: dict[str, Pipeline]) -> None:
-        self.apis = apis
+    def __init__(self, apis: Callable[[], dict[str, Pipeline]]) -> None:
+        self.apis = apis  # read at each collect: a reload swaps a pipeline
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
@@ -109,7 +104,7 @@ class _StateGauges:
                                      labels=("api",))
         items = GaugeMetricFamily("mockserver_stored_items", "Items in each collection the whole mock serves "
                                   "(sessions' own writes not included)", labels=("api", "collection"))
-        for api, pipeline in self.apis.items():
+        for api, pipeline in self.apis().items():
             state = pipeline.store.describe()
             available.add_metric((api, str(state["backend"])), 1.0 if state["available"] else 0.0)
             if not state["available"]:

@@ -110,6 +110,7 @@ class Mounts:
                 self._hosts.setdefault(api.host, []).append((api.prefix, mock))
         for mounted in self._hosts.values():
             mounted.extend(anywhere)  # a host's own APIs first, then those of every host
+        self._served = "; ".join(f"{api.name} at {api.where()}" for api in self.apis.values())  # a 404 says it
         self.first = mocks[0][1]
 
     def pick(self, host: str | None, path: str) -> MockApp | None:
@@ -139,6 +140,6 @@ class Mounts:
         result = pipeline.front_door.answer(request) or replace(pipeline.error_response(MockError(
             404, f"no API of this mock is mounted at {request.path}"
                  f"{' on host ' + request.headers['host'] if 'host' in request.headers else ''}; it serves "
-                 + "; ".join(f"{api.name} at {api.where()}" for api in self.apis.values()),
+                 + self._served,
             code="not-found"), pipeline.request_id(request), None), journaled=False)
         return self.first.finish(pipeline, request, result, time.perf_counter() if started is None else started)

@@ -15,7 +15,7 @@ from ..base.errors import MockError, Problem
 from ..base.http import UNREAD, MockRequest, MockResponse, is_json
 from ..fixtures.loading import FixtureSet
 from ..spec.expressions import ExpressionError, RequestView, ResponseView
-from ..spec.index import Outbound, SpecIndex
+from ..spec.index import Outbound, SpecIndex, response_for
 from ..spec.schemas import instance_pointer, iter_errors
 from .answers import Answers
 from .generation import GenerationError
@@ -188,8 +188,7 @@ def verdict(outbound: Outbound | None, status: int, media_type: str | None, body
         return "unchecked", "the description no longer declares it"
     if not outbound.declares(status):
         return "breach", f"status {status} is not declared (it declares {', '.join(sorted(outbound.responses))})"
-    response = (outbound.responses.get(str(status)) or outbound.responses.get(f"{str(status)[0]}XX")
-                or outbound.responses.get("default"))
+    response = response_for(outbound.responses, status)
     if response is None or not response.content or not is_json(media_type):
         return "ok", ""
     media = next((m for name, m in response.content.items() if is_json(name)), None)

@@ -122,8 +122,7 @@ class Operation:
 
     def response(self, status: int) -> Response | None:
         """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
-        return (self.responses.get(str(status)) or self.responses.get(f"{str(status)[0]}XX")
-                or self.responses.get("default"))
+        return response_for(self.responses, status)
 
     def declares(self, status: int) -> bool:
         """Whether an answer with this status keeps to the description: its code, its range (`4XX`), or any
@@ -628,6 +627,11 @@ _SHAPES: tuple[tuple[str, Any, str], ...] = (
 
 
 _CHECKED = frozenset(_SCHEMA_MAPS + _ONE_SCHEMA + _SCHEMA_LISTS + tuple(key for key, _, _ in _SHAPES))
+
+
+def response_for(responses: dict[str, Response], status: int) -> Response | None:
+    """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
+    return responses.get(str(status)) or responses.get(f"{str(status)[0]}XX") or responses.get("default")
 
 
 def declares(responses: dict[str, Response], status: int) -> bool:

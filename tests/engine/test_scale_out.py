@@ -362,14 +362,16 @@ def beside_a_frozen_redis(redis: RedisServer, port: int, paths: tuple[str, ...]
 def assert_no_404_waited_and_the_others_were_503(nope: list[tuple[int, Any, float, str | None]],
                                                   while_frozen: list[tuple[int, Any]]) -> None:
     assert all(status == 404 for status, *_ in nope), nope
-    assert max(took for *_, took, _ in nope) < 0.2, sorted(took for *_, took, _ in nope)[-5:]
+    # behind Redis a 404 would wait out the 1 s state timeout; half of it leaves room for a busy CI machine's
+    # scheduling (one 404 of a clean-clone run took 0.28 s beside the other test worker)
+    assert max(took for *_, took, _ in nope) < 0.5, sorted(took for *_, took, _ in nope)[-5:]
     assert while_frozen and all(status == 503 and answer["error"]["code"] == "mock-state-unavailable"
                                 for status, answer in while_frozen), while_frozen
 
 
 def test_a_call_that_needs_no_state_never_waits_behind_scenario_calls_waiting_on_a_frozen_redis(own_redis):
     """One worker, Redis frozen while two clients keep calling what a scenario counts in Redis (the fixtures' own
-    on FLAKY, one set at run time on TEST_SETS): a 404 answers within 200 ms every time (before, it waited up to
+    on FLAKY, one set at run time on TEST_SETS): a 404 answers within 500 ms every time (before, it waited up to
     the timeout, 1 s, behind them on the worker's event loop); those calls answer 503 mock-state-unavailable;
     after SIGCONT every call answers as before."""
     with serving("--state", own_redis.url(), "--workers", "1", "--log-level", "warning") as (_, port):

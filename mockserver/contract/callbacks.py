@@ -24,10 +24,10 @@ from schemathesis.engine import events
 from schemathesis.engine.recorder import Interaction
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from ..base.errors import LoadError, Problem
+from ..base.errors import LoadError
 from ..base.pointers import pointer_tokens
-from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template, parse
-from ..spec.index import HTTP_METHODS, SpecIndex, pointer_uri
+from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template
+from ..spec.index import Outbound, SpecIndex
 from ..spec.schemas import iter_errors
 from .discovery import label as operation_label
 from .results import Finding, OperationResult, RunResult, keep
@@ -71,70 +71,45 @@ class Callback:
 
 
 def declared(spec: SpecIndex) -> tuple[dict[str, list[Callback]], list[str]]:
-    """By operation label, the callbacks a run can send to its receiver, and a note for each it cannot (its URL
-    comes from the response or from a fixed address). LoadError for an expression that does not parse."""
+    """By operation label, the callbacks a run can send to its receiver (the index's, grouped by URL), and a note
+    for each it cannot (its URL comes from the response or from a fixed address). LoadError for a URL that does
+    not parse, which the index left out with a warning: the run could not check that callback."""
+    unparsed = [warning for warning in spec.warnings if warning.rule == "callback"]
+    if unparsed:
+        raise LoadError(unparsed)
     found: dict[str, list[Callback]] = {}
     notes: list[str] = []
-    problems: list[Problem] = []
-    docs = spec.docs
     for op in spec.operations.values():
         label = operation_label(op)
-        node, _ = docs.deref(docs.lookup(op.uri), op.uri)
-        callbacks, uri = docs.deref(node.get("callbacks") if isinstance(node, dict) else None,
-                                    pointer_uri(op.uri, "callbacks"))
-        for name, raw in (callbacks or {}).items() if isinstance(callbacks, dict) else ():
-            paths, paths_uri = docs.deref(raw, pointer_uri(uri, name))
-            for expression, item in (paths or {}).items() if isinstance(paths, dict) else ():
-                item_uri = pointer_uri(paths_uri, expression)
-                try:
-                    template = parse(str(expression))
-                except ExpressionError as exc:
-                    file, line, pointer = docs.location(item_uri)
-                    problems.append(Problem(file, pointer, f"callback {name}: {exc}", "callback", line))
-                    continue
-                first = template.parts[0] if template.parts else None
-                place = template.sources[0] if template.sources and not isinstance(first, str) else None
-                if place is None or place[0] != "request" or place[1] not in _PLACES or place == ("request",
-                                                                                                   "body", ""):
-                    notes.append(f"callbacks: {name} of {label} not checked: its URL {expression} does not start "
-                                 f"with a request's query parameter, header or body field the run could fill")
-                    continue
-                item, item_uri = docs.deref(item, item_uri)
-                found.setdefault(label, []).append(Callback(name, str(expression), template, place,
-                                                            _methods(spec, item, item_uri)))
-    if problems:
-        raise LoadError(problems)
+        grouped: dict[tuple[str, str], list[Outbound]] = {}
+        for outbound in op.callbacks:
+            assert outbound.url is not None  # a callback's is parsed at start-up
+            grouped.setdefault((outbound.name, outbound.url.text), []).append(outbound)
+        for (name, expression), outbounds in grouped.items():
+            template = outbounds[0].url
+            assert template is not None
+            first = template.parts[0] if template.parts else None
+            place = template.sources[0] if template.sources and not isinstance(first, str) else None
+            if place is None or place[0] != "request" or place[1] not in _PLACES or place == ("request", "body", ""):
+                notes.append(f"callbacks: {name} of {label} not checked: its URL {expression} does not start "
+                             f"with a request's query parameter, header or body field the run could fill")
+                continue
+            found.setdefault(label, []).append(Callback(name, expression, template, place, {
+                outbound.method: _operation(outbound) for outbound in outbounds}))
     return found, notes
 
 
-def _methods(spec: SpecIndex, item: Any, uri: str) -> dict[str, CallbackOperation]:
-    """The callback path item's operations: their header parameters, bodies and success answer."""
-    docs = spec.docs
-    methods = {}
-    for method, node in (item or {}).items() if isinstance(item, dict) else ():
-        if method not in HTTP_METHODS or not isinstance(node, dict):
-            continue
-        op_uri = pointer_uri(uri, method)
-        headers: dict[str, Header] = {}  # the operation's own after the path item's, which they override
-        for listed, listed_uri in ((item.get("parameters"), uri), (node.get("parameters"), op_uri)):
-            for index, raw in enumerate(listed if isinstance(listed, list) else []):
-                parameter, parameter_uri = docs.deref(raw, pointer_uri(listed_uri, "parameters", index))
-                if isinstance(parameter, dict) and parameter.get("in") == "header" and parameter.get("name"):
-                    name = str(parameter["name"])
-                    schema = pointer_uri(parameter_uri, "schema") if "schema" in parameter else None
-                    headers[name.lower()] = Header(name, bool(parameter.get("required")),
-                                           spec.schemas.validator(schema) if schema else None)
-        body, body_uri = docs.deref(node.get("requestBody"), pointer_uri(op_uri, "requestBody"))
-        content = body.get("content") if isinstance(body, dict) else None
-        media = {str(kind): (spec.schemas.validator(pointer_uri(body_uri, "content", kind, "schema"))
-                             if isinstance(entry, dict) and "schema" in entry else None)
-                 for kind, entry in (content or {}).items()}
-        successes = sorted(int(key) for key in (node.get("responses") or {}) if str(key)[:1] == "2"
-                           and str(key).isdigit())
-        methods[method.upper()] = CallbackOperation(tuple(headers.values()), media,
-                                                    bool(isinstance(body, dict) and body.get("required")),
-                                                    successes[0] if successes else 200)
-    return methods
+def _operation(outbound: Outbound) -> CallbackOperation:
+    """What the provider must send to one method of a callback, and the receiver's answer: its lowest declared
+    success."""
+    body = outbound.request_body
+    successes = sorted(int(status) for status in outbound.responses if status.isdigit() and status[0] == "2")
+    return CallbackOperation(
+        tuple(Header(header.name, header.required, header.schema.validator if header.schema else None)
+              for header in outbound.headers),
+        {kind: media.schema.validator if media.schema else None for kind, media in body.content.items()}
+        if body else {},
+        bool(body and body.required), successes[0] if successes else 200)
 
 
 @dataclass

@@ -98,6 +98,7 @@ class Outbound:
     request_body: RequestBody | None
     responses: dict[str, Response]
     uri: str
+    headers: list[Parameter] = field(default_factory=list)  # what a receiver may require (the contract checks)
 
     def declares(self, status: int) -> bool:
         """Whether a receiver's answer with this status keeps to the description (its code, range or default)."""
@@ -468,8 +469,8 @@ class SpecIndex:
                 try:
                     url = parse(expression)
                 except ExpressionError as exc:
-                    self._warn(item_uri, f"the callback's URL is no runtime expression ({exc}); it is never sent",
-                               "callback")
+                    self._warn(item_uri, f"callback {name}: {exc}; its URL is no runtime expression, so it is "
+                               "never sent", "callback")
                     continue
                 item, item_uri = self.docs.deref(item, item_uri)
                 found += self._outbound(name, self._mapping(item, item_uri, f"the callback {name!r}"), item_uri, url)
@@ -488,8 +489,22 @@ class SpecIndex:
                     name, method.upper(), url,
                     self._request_body(node.get("requestBody"), pointer_uri(op_uri, "requestBody")),
                     {status: self._response(status, raw, pointer_uri(op_uri, "responses", key))
-                     for status, (key, raw) in responses.items()}, op_uri))
+                     for status, (key, raw) in responses.items()}, op_uri,
+                    self._headers([(item.get("parameters"), uri), (node.get("parameters"), op_uri)])))
         return found
+
+    def _headers(self, listed: list[tuple[Any, str]]) -> list[Parameter]:
+        """The header parameters of a callback's or webhook's operation, the operation's own after (and over)
+        its path item's; its other parameters, which nothing sends or checks, are passed over."""
+        headers: dict[str, Parameter] = {}
+        for parameters, uri in listed:
+            for index, raw in enumerate(parameters if isinstance(parameters, list) else []):
+                node, node_uri = self.docs.deref(raw, pointer_uri(uri, "parameters", index))
+                if isinstance(node, dict) and node.get("in") == "header" and node.get("name"):
+                    header = self._parameter(node, node_uri)
+                    if header is not None:
+                        headers[header.name.lower()] = header
+        return list(headers.values())
 
     def _parameter(self, raw: Any, uri: str) -> Parameter | None:
         node, uri = self.docs.deref(raw, uri)

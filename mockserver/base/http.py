@@ -77,6 +77,9 @@ class MockResponse:
     session: str | None = None  # the session the request belongs to (X-Mock-Session), for the journal
     journaled: bool = True  # False: the mock's own answer (its icon, a redirect to its dashboard), no API call
     violations: list[dict[str, str]] | None = None  # of a request let through by `--request-validation warn`
+    # what an answer's callbacks read (pipeline/callbacks.py), found on the way to it: nothing routes it again
+    path_params: dict[str, str] | None = None
+    callback_delay: int | None = None  # `Prefer: callback-delay=<ms>`
 
 
 def sent_body(disconnect: str | None, body: bytes) -> bytes:

@@ -19,13 +19,13 @@ from ..spec.index import Outbound, SpecIndex, response_for
 from ..spec.schemas import instance_pointer, iter_errors
 from .answers import Answers
 from .generation import GenerationError
-from .negotiation import Prefer
 from .query import to_json
 
 CALLBACK = "callback"
 WEBHOOK = "webhook"
 CALLBACK_RETRIES = 2  # tries after the first, when the receiver cannot be reached, times out or answers 5xx
 CALLBACK_TIMEOUT = 5.0  # seconds one try may take
+_UNMADE = object()
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class Callbacks:
             unknown = [i for i, name in enumerate(names) if self._unknown(name, where.problem, "webhooks", i)]
             if names and not unknown:
                 self.after_write[op_id] = names
+        self._generated: dict[str, Any] = {}  # a generated body by callback or webhook (`body`'s key)
         # the operations whose success sends something: the one look-up every answer pays
         self.triggers = frozenset(op.id for op in spec.operations.values() if op.callbacks) | set(self.after_write)
 
@@ -91,25 +92,23 @@ class Callbacks:
         return True
 
     # -- on the request path, only for an answer in `triggers` --------------------------------------------------
-    def after(self, request: MockRequest, response: MockResponse, path: dict[str, str],
-              subscribers: dict[str, list[str]]) -> list[Sent]:
+    def after(self, request: MockRequest, response: MockResponse, subscribers: dict[str, list[str]]) -> list[Sent]:
         """What a success of an operation sends (nothing after any other answer, nor behind a proxy): each
-        callback, to the URL its expression names in this call, and the webhooks its fixture sends, to their
-        `subscribers` (the fixtures' and those made at run time); a `Prefer: callback-delay=<ms>` goes before the
-        fixtures' delay."""
+        callback, to the URL its expression names in this call (its path parameters as the pipeline found them),
+        and the webhooks its fixture sends, to their `subscribers` (the fixtures' and those made at run time); a
+        `Prefer: callback-delay=<ms>` goes before the fixtures' delay."""
         op_id = response.operation_id
         if op_id is None or not 200 <= response.status < 300 or response.source.startswith("proxy"):
             return []  # a proxied answer is the deployment's, which sends its own callbacks
         op = self.spec.operations[op_id]
-        prefer = request.header("prefer")
-        asked = Prefer.read(prefer, False).callback_delay if prefer else None
+        asked = response.callback_delay
         delay = self.delays.get(op_id, self.delay_ms) if asked is None else asked
         due = time.time() + delay / 1000
         body = request.json if request.json is not UNREAD else _json(request.body, request.header("content-type"))
         query = request.query() or {}
         host = request.header("host") or "localhost"
         url = f"http://{host}{request.path}" + (f"?{request.query_string}" if request.query_string else "")
-        call = RequestView(url, request.method, request.headers, query, path, body)
+        call = RequestView(url, request.method, request.headers, query, response.path_params or {}, body)
         answer = ResponseView(response.status, {k.lower(): v for k, v in response.headers.items()},
                               response.payload)
         sent: list[Sent] = []
@@ -157,12 +156,14 @@ class Callbacks:
         if media.examples:
             payload = next(iter(media.examples.values()))
         elif media.schema is not None:
-            try:
-                payload = self.answers.generator.generate(media.schema.node, media.schema.uri,
-                                                          self.answers.rng(key), static=True)
-            except GenerationError as exc:
-                raise MockError(500, f"the mock cannot make up the body of {outbound.name}: {exc}",
-                                code="mock-cannot-generate") from None
+            payload = self._generated.get(key, _UNMADE)
+            if payload is _UNMADE:  # the same seed makes the same body: made once per callback (never changed)
+                try:
+                    payload = self._generated[key] = self.answers.generator.generate(
+                        media.schema.node, media.schema.uri, self.answers.rng(key), static=True)
+                except GenerationError as exc:
+                    raise MockError(500, f"the mock cannot make up the body of {outbound.name}: {exc}",
+                                    code="mock-cannot-generate") from None
             payload = _agreeing(payload, related, media.schema.validator.is_valid)
         else:
             payload = None

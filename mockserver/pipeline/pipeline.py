@@ -260,6 +260,7 @@ class Pipeline:
                 with tracing.stage("answer"):
                     response = self._respond(op, Context(valid, caller, session, request.path, request.headers,
                                                          request_id), prefer, request, effect, request_id)
+            response.path_params, response.callback_delay = resolved.path_params, prefer.callback_delay
         except MockError as error:
             if op is None and error.status == 404 and (own := self.front_door.answer(request)) is not None:
                 return own  # no operation at the path: the mock's own page or icon, where it has one

@@ -67,10 +67,9 @@ class Outgoing:
         if response.operation_id not in pipeline.callbacks.triggers:
             return
         try:
-            path = pipeline.router.match(request.method, request.path, request.query() or {}).path_params
             subscribers = (self.subscribers(pipeline) if response.operation_id in pipeline.callbacks.after_write
                            else {})
-            self.queue(pipeline, pipeline.callbacks.after(request, response, path, subscribers))
+            self.queue(pipeline, pipeline.callbacks.after(request, response, subscribers))
         except Exception:  # the answer is made already: a call that cannot be planned is the log's, not the client's
             log.exception("the callbacks of %s %s cannot be sent", request.method, request.path)
 

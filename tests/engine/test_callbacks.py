@@ -184,6 +184,19 @@ def test_a_callback_whose_url_the_call_lacks_is_journaled_unsendable_naming_the_
                                "/callbackUrl")
 
 
+def test_a_callback_url_names_a_path_parameter_of_the_call(tmp_path, receiver):
+    """`{$request.path.topic}` takes the value the router found in the call's path."""
+    described = SPEC.read_text().replace("  /streams:\n", "  /streams/{topic}:\n").replace(
+        "        - {name: callbackUrl,", "        - {name: topic, in: path, required: true, schema: {type: string}}\n"
+        "        - {name: callbackUrl,").replace("'{$request.query.callbackUrl}/data'",
+                                           "'{$request.query.callbackUrl}/data/{$request.path.topic}'")
+    (tmp_path / "openapi.yaml").write_text(described)
+    with MockServer(tmp_path / "openapi.yaml") as mock:
+        assert call(f"{mock.url}/streams/prices?callbackUrl={receiver.url}", "POST")[0] == 201
+        [arrived] = receiver.wait()
+    assert arrived.path == "/data/prices"
+
+
 def _own_address() -> str:
     """This machine's address on its network (no packet is sent), or skip where it has only loopback."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:

@@ -162,6 +162,16 @@ class Watch:
     arrivals: list[Arrival] = field(default_factory=list)
     dropped: int = 0  # arrivals past _MAX_ARRIVALS
     arrived: threading.Condition = field(default_factory=threading.Condition)
+    # the status the receiver answers, by (operation label, method): the lowest its callbacks there declare
+    answers: dict[tuple[str, str], int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.answers = {}
+        for label, callbacks in self.callbacks.items():
+            for callback in callbacks:
+                for method, operation in callback.methods.items():
+                    known = self.answers.get((label, method), operation.answer)
+                    self.answers[label, method] = min(known, operation.answer)
 
     def inject(self, case: Case) -> Case:
         """The receiver's URL, with the case's id as token, wherever the case's operation's callbacks read it,
@@ -217,11 +227,7 @@ class Watch:
             else:
                 self.dropped += 1
             self.arrived.notify_all()
-        if label is None:
-            return 404
-        answers = [found.answer for callback in self.callbacks[label]
-                   if (found := callback.methods.get(arrival.method))]
-        return min(answers, default=200)
+        return 404 if label is None else self.answers.get((label, arrival.method), 200)
 
     def finish(self, result: RunResult) -> None:
         """Wait for every callback due from a success (at most the timeout), then fold the verdicts into
@@ -231,7 +237,7 @@ class Watch:
         if not self.callbacks:
             return
         with self.arrived:
-            self.arrived.wait_for(lambda: not self._outstanding(), self.timeout)
+            self.arrived.wait_for(lambda: _answered(self.due, self.arrivals) >= self._awaited(), self.timeout)
             arrivals, due = list(self.arrivals), list(self.due)
         if CHECK not in result.checks:
             result.checks.append(CHECK)
@@ -245,16 +251,14 @@ class Watch:
         for item in due:
             first.setdefault(item.key, item)
         claimed: set[int] = set()
-        answered: set[tuple[str, str]] = set()  # (operation, request) that got at least one of its callbacks
         for item in due:
             op = result.operations.get(item.label)
             if op is None:
                 continue
-            came = [arrival for arrival in by_key.get(item.key, []) if arrival.method in item.callback.methods]
-            if came:
-                answered.add((item.label, item.case.id))
-            for arrival in came:
-                _check(op, item, arrival, claimed)
+            for arrival in by_key.get(item.key, []):
+                if arrival.method in item.callback.methods:
+                    _check(op, item, arrival, claimed)
+        answered = _answered(due, arrivals)
         missing: dict[tuple[str, str], list[_Due]] = {}
         for item in due:
             if item.must and (item.label, item.case.id) not in answered:
@@ -280,13 +284,9 @@ class Watch:
             else:
                 self._unknown(result, arrival, due)
 
-    def _outstanding(self) -> list[_Due]:
-        """What is still awaited: a request's callbacks are alternatives (`onSuccess`, `onFailure`), so a request
-        waits until one of them came."""
-        came = {(arrival.key, arrival.method) for arrival in self.arrivals}
-        answered = {(item.label, item.case.id) for item in self.due
-                    if any((item.key, method) in came for method in item.callback.methods)}
-        return [item for item in self.due if item.must and (item.label, item.case.id) not in answered]
+    def _awaited(self) -> set[tuple[str, str]]:
+        """The (operation, request) pairs whose success makes a callback due."""
+        return {(item.label, item.case.id) for item in self.due if item.must}
 
     def _unknown(self, result: RunResult, arrival: Arrival, due: list[_Due]) -> None:
         """A callback to a path no request of the run gave: on the operation whose token it carries, else on the
@@ -305,6 +305,14 @@ class Watch:
         op.failed[CHECK] += 1
         keep(op, Finding(label, CHECK, "Callback to a path no request gave", expected, arrival.shown(),
                          mine[0].curl() if mine else "", cause="callback path", rule="unknown path"))
+
+
+def _answered(due: list[_Due], arrivals: list[Arrival]) -> set[tuple[str, str]]:
+    """The (operation, request) pairs that got one of their callbacks: a request's callbacks are alternatives
+    (`onSuccess`, `onFailure`), so any one of them, at its path with one of its methods, will do."""
+    came = {(arrival.key, arrival.method) for arrival in arrivals}
+    return {(item.label, item.case.id) for item in due
+            if any((item.key, method) in came for method in item.callback.methods)}
 
 
 def _check(op: OperationResult, item: _Due, arrival: Arrival, claimed: set[int]) -> None:

@@ -121,6 +121,13 @@ class Answers:
         # the API's own version (`info.version`) where it is one a client parses: `GET /version` answers it, as
         # Prefect's client checks its major version against the server's
         self.own_version = spec.api_version if _SEMVER.fullmatch(spec.api_version) else None
+        self._names = {op.id: _named(op.path) for op in spec.operations.values()}  # what each answer is called
+        # (operation, response schema) whose generated answer is that version: a `…/version` operation's, where
+        # it fits (a schema is named by its place, which a `$ref`'d response shares with other operations)
+        self._version_schemas = frozenset(
+            (op.id, media.schema.uri) for op in spec.operations.values() if self._names[op.id] == "version"
+            for response in op.responses.values() for media in response.content.values()
+            if self.own_version and media.schema is not None and media.schema.validator.is_valid(self.own_version))
         self.walk = SchemaWalk(spec.docs.resolve)
         self.echo = Echo(self.walk)
         self.problems: list[Problem] = []
@@ -658,12 +665,13 @@ class Answers:
         try:
             # the generator's `oneOf` exclusivity is best effort: a value that fits two branches is made again
             # with the next draw, a few times, before the response check has the last word
-            named = _named(op.path)
-            if named == "version" and self.own_version and fits(self.own_version):
+            if (op.id, media.schema.uri) in self._version_schemas:
                 payload: Any = self.own_version  # what the server would say: a client compares it with its own
+                valid[:] = [payload]  # it fits: checked at start-up
             else:
                 for attempt in range(GENERATION_ATTEMPTS):
-                    payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static, named)
+                    payload = self._made(media.schema.node, media.schema.uri, f"{key}|{attempt}", static,
+                                         self._names[op.id])
                     if fits(payload):
                         break
             if request is not None:

@@ -19,8 +19,14 @@ DESCRIPTION = "`mockserver serve` and `mockserver validate`."  # what `mockserve
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mockserver", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
+    subparsers = {name: commands.add_parser(name, help=command.HELP) for name, command in COMMANDS.items()}
     for name, command in COMMANDS.items():
-        command.add_arguments(commands.add_parser(name, help=command.HELP))
+        command.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
+    if args.command == "serve":  # mockserver.yaml's flags become serve's defaults: the command line wins
+        unusable = serve.configure(subparsers["serve"], args)
+        if unusable is not None:
+            return unusable
+        args = parser.parse_args(argv)
     use_parse_cache(default_cache())  # a description read before starts in milliseconds (mockserver/cache.py)
     return COMMANDS[args.command].run(args)

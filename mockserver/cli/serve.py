@@ -52,6 +52,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reload the description and fixtures when a file changes (an invalid edit keeps the "
                              "last good state)")
     add_options(parser, "stateful", "callback_retries", "callback_timeout", "callback_allow")
+    parser.set_defaults(configured=None)  # the config file read (`configure`), with its APIs
+
+
+def configure(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int | None:
+    """The config file's flags as `parser`'s defaults, so that a flag on the command line wins even when it gives
+    the default value (`--port 4010` over the file's `port: 5000`); None when there is no file or it is read, 2
+    after saying why it cannot be."""
+    path = args.config or (Path(CONFIG_FILE) if Path(CONFIG_FILE).is_file() else None)
+    if path is None:
+        return None
+    try:
+        config = read_config(path, parser._actions)
+    except LoadError as exc:
+        report(exc, str(path))
+        return 2
+    parser.set_defaults(configured=config, **config.flags)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,30 +119,16 @@ def _api(text: str) -> Api:
 
 
 def _apis(args: argparse.Namespace) -> list[Api] | int:
-    """The APIs to serve (none: one description, as --spec says), with the config file's flags applied to `args`
-    where the command line left them as they were; or, after saying why, exit code 2."""
+    """The APIs to serve (none: one description, as --spec says): --api's, else the config file's (`configure`);
+    or, after saying why, exit code 2."""
     from ..web.mounts import check_mounts
 
-    path = args.config or (Path(CONFIG_FILE) if Path(CONFIG_FILE).is_file() else None)
-    configured: list[Api] = []
-    if path is not None:
-        blank = argparse.ArgumentParser(add_help=False)
-        add_arguments(blank)
-        defaults = vars(blank.parse_args([]))
-        try:
-            config = read_config(path, blank._actions)
-        except LoadError as exc:
-            report(exc, str(path))
-            return 2
-        for dest, value in config.flags.items():
-            if getattr(args, dest) == defaults[dest]:
-                setattr(args, dest, value)
-        configured = config.apis
+    configured: list[Api] = args.configured.apis if args.configured is not None else []
     if args.api and (args.spec or args.fixtures):
         print("mockserver: give --spec (with --fixtures) or --api NAME=SPEC,fixtures=DIR, not both", file=sys.stderr)
         return 2
     if args.spec is not None and configured:
-        print(f"mockserver: --spec given: the apis of {path} are not served", file=sys.stderr)
+        print(f"mockserver: --spec given: the apis of {args.configured.path} are not served", file=sys.stderr)
         return []
     if not args.api:
         return configured  # checked with the file

@@ -138,6 +138,17 @@ def test_the_config_file_mounts_the_apis_and_sets_flags(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_flag_on_the_command_line_wins_over_the_config_file_even_with_its_default_value(tmp_path: Path) -> None:
+    """`--request-validation strict` (the default) over the file's `warn`: a query that breaks its schema is
+    refused."""
+    config = tmp_path / "mockserver.yaml"
+    config.write_text("request-validation: warn\nlog-level: warning\n")
+    with serving("--config", str(config), "--spec", str(PETS / "openapi.yaml"), "--request-validation",
+                 "strict") as (_, port):
+        assert call(port, "/pets?limit=abc", auth=False)[0] == 400
+
+
+@pytest.mark.slow
 def test_a_bad_config_file_is_named_with_its_line_and_key(tmp_path: Path) -> None:
     (tmp_path / "mockserver.yaml").write_text(textwrap.dedent("""\
         apis:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..base.errors import MockError
 from ..base.http import MockRequest
@@ -398,11 +398,17 @@ def scoped_state(url: str | None, scope: str) -> str | None:
     if url in (None, "", "memory"):
         return url
     assert url is not None
+    parts, query, prefix = split_prefix(url)
+    return urlunsplit(parts._replace(query=urlencode([*query, ("prefix", f"{prefix}:{scope}")], safe=":")))
+
+
+def split_prefix(url: str) -> tuple[SplitResult, list[tuple[str, str]], str]:
+    """A Redis URL's parts, its query without `?prefix=`, and that key prefix (default `mockserver`) without a
+    trailing `:`: what `scoped_state` scopes and the Redis store keys its names with."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefix = next((value for key, value in query if key == "prefix"), REDIS_PREFIX).rstrip(":")
-    kept = [(key, value) for key, value in query if key != "prefix"] + [("prefix", f"{prefix}:{scope}")]
-    return urlunsplit(parts._replace(query=urlencode(kept, safe=":")))
+    return parts, [(key, value) for key, value in query if key != "prefix"], prefix
 
 
 def open_store(url: str | None, *, journal_size: int = 1000, session_ttl: float = SESSION_TTL,

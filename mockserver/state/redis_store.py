@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -43,7 +43,6 @@ from . import (
     COUNTED_KINDS,
     DRIFT_KINDS,
     INITIAL_STATE,
-    REDIS_PREFIX,
     STATE_TIMEOUT,
     UNKNOWN,
     Book,
@@ -54,6 +53,7 @@ from . import (
     StateError,
     Store,
     Transition,
+    split_prefix,
     unavailable,
 )
 from .records import Call, Entry
@@ -198,13 +198,11 @@ DELTA_LIMIT = 4000  # rows read as what changed; past it, all of them (a Lua cal
 
 def _split_url(url: str) -> tuple[str, str, str]:
     """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((v for k, v in query if k == "prefix"), REDIS_PREFIX)
-    clean = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"])))
+    parts, query, prefix = split_prefix(url)
+    clean = urlunsplit(parts._replace(query=urlencode(query)))
     netloc = parts.netloc.rsplit("@", 1)
     shown = urlunsplit(parts._replace(netloc="***@" + netloc[1] if len(netloc) == 2 else parts.netloc))
-    return clean, prefix.rstrip(":") + ":", shown
+    return clean, prefix + ":", shown
 
 
 def _entry_bytes(entry: Entry) -> bytes:

@@ -504,7 +504,7 @@ class Bench:
         if shutil.which("redis-server") is None:
             self.rows.append(Row(label, "mock-redis", FIRST_PAGE, AUTH, 200, note="redis-server is not installed"))
             return
-        with redis_server(self.workdir) as port:
+        with redis_server(self.workdir) as (port, _):
             state = ["--state", f"redis://{HOST}:{port}/0?prefix=bench"]
             command = default_command("--workers", "2", *state, "--log-level", "warning")
             scenario = {"operationId": "listTestSetVersionCases", "pathParams": {"testSetId": "acme.bench"},
@@ -534,7 +534,7 @@ class Bench:
                       script=MIXED, connections=MIXED_CONNECTIONS)
             with contextlib.ExitStack() as stack:
                 if not state:
-                    port = stack.enter_context(redis_server(self.workdir))
+                    port, _ = stack.enter_context(redis_server(self.workdir))
                     state = ["--state", f"redis://{HOST}:{port}/0?prefix=mixed"]
                 self.load(f"mixed, {store}", default_command(*serve, *state), [row])
             unexpected = sorted(set(row.statuses) - MIXED_EXPECTED)
@@ -579,14 +579,9 @@ class Bench:
             self.rows.append(Row("growth, Redis store", "growth-redis", "/pets", GROWTH_SESSION, 201,
                                  note="redis-server is not installed"))
             return
-        port = free_port()
-        redis = start_redis(port, self.workdir)
-        try:
+        with redis_server(self.workdir) as (port, redis):
             self._growth("redis", default_command(*flags, "--state", f"redis://{HOST}:{port}/0?prefix=growth"),
                          redis.pid)
-        finally:
-            redis.terminate()
-            redis.wait(timeout=10)
 
     def _growth(self, store: str, make: Command, redis_pid: int | None) -> None:
         port = free_port()
@@ -737,13 +732,17 @@ class Bench:
 
 
 @contextlib.contextmanager
-def redis_server(folder: Path) -> Iterator[int]:
-    """A private redis-server on a free loopback port, without persistence; its port."""
+def redis_server(folder: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """A private redis-server on a free loopback port, without persistence (its files in `folder`): its port and
+    its process (for its RSS, or to freeze it); stopped at the end, even when frozen."""
     port = free_port()
-    redis = start_redis(port, folder)
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                              "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        yield port
+        time.sleep(0.5)
+        yield port, redis
     finally:
+        redis.send_signal(signal.SIGCONT)  # a stopped process takes no SIGTERM
         redis.terminate()
         redis.wait(timeout=10)
 
@@ -875,14 +874,6 @@ def post_json(port: int, path: str, payload: Any) -> int:
     status = connection.getresponse().status
     connection.close()
     return status
-
-
-def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    """A redis-server on loopback without persistence, for the Redis rows; the caller stops it."""
-    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                              "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    return redis
 
 
 def fill(port: int, creates: int) -> None:

@@ -291,10 +291,8 @@ def frozen_redis() -> dict[str, Any]:
     """Redis frozen (SIGSTOP) for FREEZE_S under calls, then continued (SIGCONT), with a mock of two workers
     sharing it: calls that need no state (404s) keep answering at once; calls that need Redis (a fixtures' scenario,
     counted there) answer 503 mock-state-unavailable within the timeout, then the scenario's own 503 again."""
-    with tempfile.TemporaryDirectory() as folder:
-        redis_port, port = free_port(), free_port()
-        redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                                  "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as (redis_port, redis):
+        port = free_port()
         server = subprocess.Popen([str(ROOT / ".venv/bin/mockserver"), "serve", "--spec",
                                    str(ROOT / "spec/kindgi.yaml"), "--fixtures", str(ROOT / "fixtures"), "--port",
                                    str(port), "--workers", "2", "--state",
@@ -333,9 +331,6 @@ def frozen_redis() -> dict[str, Any]:
         finally:
             server.send_signal(signal.SIGTERM)
             exit_code = server.wait(timeout=30)
-            redis.send_signal(signal.SIGCONT)
-            redis.terminate()
-            redis.wait(timeout=10)
     stateless = [c for c in calls if c[0] == "/nope"]
     stateful = [c for c in calls if c[0] == FLAKY_PATH]
     worst = max((took for _, began, took, _, _ in stateless if began + took >= frozen_at and began < continued_at),
@@ -433,22 +428,14 @@ def main() -> int:
         if redis_missing:
             print("soak: the Redis round is skipped: redis-server is not installed (make test installs it)")
         else:
-            with tempfile.TemporaryDirectory() as folder:
-                redis_port = free_port()
-                redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save",
-                                          "", "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
-                try:
-                    time.sleep(0.5)
-                    ok = soak(args, ["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak"]) and ok
-                finally:
-                    redis.terminate()
-                    redis.wait(timeout=10)
+            with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as (redis_port, _):
+                ok = soak(args, ["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak"]) and ok
     if args.phase in ("all", "mixed") and shutil.which("wrk") is None:
         print("soak: the mixed phase is skipped: wrk is not installed (make bench installs it)")
     elif args.phase in ("all", "mixed"):
         ok = mixed(MULTI_WORKER_ARGS)["ok"] and ok
         if not redis_missing:
-            with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as redis_port:
+            with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as (redis_port, _):
                 ok = mixed(["--state", f"redis://127.0.0.1:{redis_port}/0?prefix=soak-mixed"])["ok"] and ok
     if args.phase in ("all", "slow-uploads"):
         ok = slow_uploads(args) and ok

@@ -27,10 +27,10 @@ from ..pipeline.scenarios import ScenarioError
 from ..spec.documents import read_document
 from ..state import SESSION_COOKIE, SESSION_HEADER, check_session
 from ..tools.drift import DriftLog
-from .cors import ControlOrigins, cors_headers, is_preflight, preflight_headers
+from .cors import ControlOrigins, cors_headers, is_preflight
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics
-from .mock_app import access_log, log_access
+from .mock_app import access_log, preflight
 from .wsgi import raw_path
 
 PREFIX = "/__mock"
@@ -196,9 +196,8 @@ def install(app: Flask, current: Callable[[], Pipeline], token: str | None, orig
         started = time.perf_counter()
         headers = {name.lower(): value for name, value in request.headers.items()}
         if is_preflight(request.method, headers) and origins.allows(headers):
-            query = current().secrets.query_string(request.query_string.decode("latin-1"))
-            log_access(request.method, sent_path(), query, 204, (time.perf_counter() - started) * 1000, "cors")
-            return Response(status=204, headers=preflight_headers(headers))
+            return Response(status=204, headers=preflight(current(), request.method, sent_path(),
+                                                          request.query_string.decode("latin-1"), headers, started))
         if request.blueprint == open_blueprint:
             return None
         refused = origins.refusal(headers)

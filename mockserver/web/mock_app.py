@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..base import tracing
@@ -73,9 +73,8 @@ class MockApp:
         self.ensure_reloader()
         pipeline = self.pipeline
         if is_preflight(request.method, request.headers):
-            log_access(request.method, request.path, pipeline.secrets.query_string(request.query_string), 204,
-                       _ms_since(started), "cors")
-            return Answer(204, list(preflight_headers(request.headers).items()), b"")
+            return Answer(204, list(preflight(pipeline, request.method, request.path, request.query_string,
+                                              request.headers, started).items()), b"")
         with tracing.request(self.name, request.method, request.path):
             try:
                 result = self.handle(pipeline, request)
@@ -110,6 +109,14 @@ class MockApp:
         self.outgoing.after(pipeline, request, result)
         body = sent_body(result.disconnect, result.body) if result.disconnect else result.body
         return Answer(result.status, list(out_headers.items()), body, result.delay_ms / 1000, result.disconnect)
+
+
+def preflight(pipeline: Pipeline, method: str, path: str, query_string: str, request_headers: Mapping[str, str],
+              started: float) -> dict[str, str]:
+    """The headers of the 204 that answers a CORS preflight (to the API or to the control API), once its access
+    line is written, its query masked by `pipeline`'s secrets."""
+    log_access(method, path, pipeline.secrets.query_string(query_string), 204, _ms_since(started), "cors")
+    return preflight_headers(request_headers)
 
 
 def _ms_since(started: float) -> float:

@@ -9,10 +9,16 @@ _UNPARSED: Any = object()
 UNREAD: Any = object()  # a body no stage has read as JSON (yet)
 
 
+def bare_media_type(media_type: str | None) -> str:
+    """A media type without its parameters, in lower case, as media types compare: `Text/HTML; charset=utf-8` is
+    `text/html` ('' for none)."""
+    return (media_type or "").split(";", 1)[0].strip().lower()
+
+
 def is_json(media_type: str | None) -> bool:
     """The one answer to "is this JSON?": application/json, or any type with the +json suffix (RFC 6839), with or
     without parameters."""
-    base = (media_type or "").split(";")[0].strip().lower()
+    base = bare_media_type(media_type)
     return base == "application/json" or base.endswith("+json")
 
 

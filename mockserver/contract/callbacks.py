@@ -25,6 +25,7 @@ from schemathesis.engine.recorder import Interaction
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..base.errors import LoadError
+from ..base.http import bare_media_type
 from ..base.pointers import pointer_tokens
 from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template
 from ..spec.index import Outbound, SpecIndex
@@ -367,7 +368,7 @@ def _body_violations(operation: CallbackOperation, arrival: Arrival) -> list[tup
     if not arrival.body:
         return [("body", "missing", "Callback without its required body", "a body")] if operation.body_required \
             else []
-    sent = arrival.headers.get("content-type", "").partition(";")[0].strip().lower()
+    sent = bare_media_type(arrival.headers.get("content-type"))
     kind = next((kind for kind in operation.body if _media_matches(kind, sent)), None)
     if kind is None:
         return [("content type", "not declared", "Callback body of an undeclared media type",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..base.errors import MockError
-from ..base.http import is_json
+from ..base.http import bare_media_type, is_json
 from ..spec.index import MediaType
 
 T = TypeVar("T")
@@ -108,7 +108,7 @@ def negotiate(offered: dict[str, T], accept: str | None) -> T | None:
     if not accept or not accept.strip():
         return offered[names[0]]
     ranges = _ranges(accept)
-    scored = [(q, -i, name) for i, name in enumerate(names) if (q := _quality(name.split(";")[0].lower(), ranges)) > 0]
+    scored = [(q, -i, name) for i, name in enumerate(names) if (q := _quality(bare_media_type(name), ranges)) > 0]
     if not scored:
         raise MockError(406, f"nothing here matches Accept: {accept}; this answer comes as " + ", ".join(names),
                         code="not-acceptable", details={"accept": accept, "available": names})

@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote_plus
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
-from ..base.http import MockRequest, is_json, parse_cookies, parse_query
+from ..base.http import MockRequest, bare_media_type, is_json, parse_cookies, parse_query
 from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
 from ..base.pointers import pointer_join, pointer_tokens
 from ..spec.index import MediaType, Operation, Parameter
@@ -573,7 +573,7 @@ def _multipart(content_type: str, body: bytes) -> dict[str, list[str]] | None:
 
 def _media(request: MockRequest) -> str:
     """The request's media type, without parameters, in lower case ('' when none is named)."""
-    return (request.header("content-type") or "").split(";")[0].strip().lower()
+    return bare_media_type(request.header("content-type"))
 
 
 def _raw(location: str, name: str, sources: dict[str, Any], request: MockRequest) -> list[str] | None:
@@ -594,7 +594,7 @@ def match_media_type(content_type: str, content: dict[str, MediaType]) -> MediaT
     if not content_type:
         return None
     for name, media in content.items():
-        if name.split(";")[0].strip().lower() == content_type:
+        if bare_media_type(name) == content_type:
             return media
     return None
 

@@ -11,6 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from ..base.http import bare_media_type
 from ..spec.schema_walk import SchemaWalk
 from ..spec.schemas import Resolve
 
@@ -20,7 +21,7 @@ _ROOT = "root"  # the root's name when nothing in the description names it
 
 
 def is_xml(media_type: str | None) -> bool:
-    base = (media_type or "").split(";")[0].strip().lower()
+    base = bare_media_type(media_type)
     return base in ("application/xml", "text/xml") or base.endswith("+xml")
 
 

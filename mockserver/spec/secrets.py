@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus
 
-from ..base.http import UNREAD, MockRequest, is_json, parse_query
+from ..base.http import UNREAD, MockRequest, bare_media_type, is_json, parse_query
 from ..base.json_values import parse_json
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Secrets:
     def _body(self, data: bytes, media_type: str | None, schemas: dict[str, Schema] | None, *,
               read: Any = UNREAD) -> bytes:
         """`data` as kept; `read` is its JSON value when the request path read it already."""
-        kind = "json" if is_json(media_type) else "form" if (media_type or "").split(";")[0].strip() == _FORM \
+        kind = "json" if is_json(media_type) else "form" if bare_media_type(media_type) == _FORM \
             else None
         if kind is None:
             return data  # multipart, XML, text: kept as it is (docs/SERVING.md says so)
@@ -209,8 +209,7 @@ def _schema_for(schemas: dict[str, Schema] | None, media_type: str | None) -> Sc
     """The schema of the body's media type (or of the first that declares a secret, when it is not listed)."""
     if not schemas:
         return None
-    base = (media_type or "").split(";")[0].strip().lower()
-    return schemas.get(base) or next(iter(schemas.values()))
+    return schemas.get(bare_media_type(media_type)) or next(iter(schemas.values()))
 
 
 def _masked_keys(value: Any) -> Any:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import MockError
-from ..base.http import MockRequest, is_json
+from ..base.http import MockRequest, bare_media_type, is_json
 from ..pipeline.request_validation import ValidRequest, match_media_type
 from ..pipeline.response_validation import header_problems
 from ..spec.index import Operation
@@ -111,7 +111,7 @@ def read_response(op: Operation, status: int, content_type: str | None, body: by
         return payload, None, []
     if not body:
         return None, None, [Violation("response", "/body", "required", f"{op.id} {status} declares a body; none came")]
-    media = match_media_type((content_type or "").split(";")[0].strip().lower(), response.content)
+    media = match_media_type(bare_media_type(content_type), response.content)
     if media is None:
         return payload, None, [Violation("response", "/headers/content-type", "content-type",
                                    f"{content_type or '(none)'} is not declared for {op.id} {status}; it declares "

@@ -19,6 +19,7 @@ from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, pointer_tokens
+from ..fixtures.format import PAGE_DEFAULTS
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk, below
@@ -31,7 +32,7 @@ from .envelope import fill
 from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
-from .query import PAGE_DEFAULTS, ItemQuery, ListQuery, page_names, singular, to_json
+from .query import ItemQuery, ListQuery, page_names, singular, to_json
 from .request_validation import ValidRequest
 from .rules import Condition, Context, Filter, compile_condition
 from .search import Search

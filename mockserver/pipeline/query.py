@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
+from ..fixtures.format import PAGE_DEFAULTS
 from ..fixtures.loading import Collection
 from .pagination import CursorSealer
 from .rules import Context, Filter, field_getter
@@ -34,11 +35,6 @@ def to_json(value: Any) -> bytes:
     """Compact UTF-8 JSON; ValueError for what JSON cannot carry (NaN, an infinity, a lone surrogate), which is
     never served as if it were JSON."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-
-
-# a list's page fields and parameters, unless its fixture's `page` names others
-PAGE_DEFAULTS = {"items": "data", "hasMore": "hasMore", "nextCursor": "nextCursor", "limit": "limit",
-                 "cursor": "cursor"}
 
 
 def page_names(listing: dict[str, Any]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import MockError
+from ..fixtures.format import PAGE_DEFAULTS
 from ..fixtures.loading import Collection
 from .query import singular
 from .rules import MISSING, field_getter
@@ -58,7 +59,7 @@ class Search:
     collection: Collection
     fields: frozenset[str]
     items_field: str = ""
-    has_more_field: str = "hasMore"
+    has_more_field: str = PAGE_DEFAULTS["hasMore"]
     count: bool = False
 
     def answer(self, body: Any, items: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> Any:

@@ -7,12 +7,12 @@ transports call its app directly, as they always did."""
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..base.errors import MockError
 from ..base.http import MockRequest
+from ..pipeline.pipeline import Pipeline
 from .control import API_PARAM, bad_input
 from .mock_app import Answer, MockApp
 
@@ -110,15 +110,16 @@ class Mounts:
                 self._hosts.setdefault(api.host, []).append((api.prefix, mock))
         for mounted in self._hosts.values():
             mounted.extend(anywhere)  # a host's own APIs first, then those of every host
-        self._served = "; ".join(f"{api.name} at {api.where()}" for api in self.apis.values())  # a 404 says it
         self.first = mocks[0][1]
+        self._unmounted = Unmounted(self.first, "; ".join(f"{api.name} at {api.where()}"
+                                                          for api in self.apis.values()))
 
-    def pick(self, host: str | None, path: str) -> MockApp | None:
-        """The app of the API `path` on `host` is for; None when no API is mounted there."""
+    def pick(self, host: str | None, path: str) -> MockApp | Unmounted:
+        """The app of the API `path` on `host` is for; `Unmounted` when no API is mounted there."""
         for prefix, mock in self._hosts.get(hostname(host), self._anywhere) if self._hosts else self._anywhere:
             if not prefix or path == prefix or path.startswith(prefix + "/"):
                 return mock
-        return None
+        return self._unmounted
 
     def named(self, name: str | None) -> MockApp:
         """The app of the API a control call names (`?api=`); the only one when it names none; 400 listing the
@@ -133,13 +134,33 @@ class Mounts:
                             "enum" if name is not None else "required", "query")
         return found
 
-    def unmounted(self, request: MockRequest, started: float | None = None) -> Answer:
-        """The answer to a request no API is mounted for: the mock's own (a browser's `/` to the dashboard, the
-        icon), else a 404 listing where the APIs are, in the first API's envelope; neither is journaled."""
+
+class Unmounted:
+    """What `Mounts.pick` gives a request no API is mounted for, for a transport to call as it calls an API's
+    `MockApp`: the first API answers it, with the mock's own answer (a browser's `/` to the dashboard, the icon),
+    else a 404 listing where the APIs are, in its envelope; neither is journaled."""
+
+    proxied = False  # its answers wait on nothing
+
+    def __init__(self, first: MockApp, served: str) -> None:
+        self.first = first
+        self._served = served  # where the APIs are, as its 404 says
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.first.pipeline  # as a reload left it
+
+    def body_limit(self) -> int:
+        return self.first.body_limit()
+
+    def refuse(self, request: MockRequest, error: MockError, started: float) -> Answer:
+        return self.first.refuse(request, error, started)
+
+    def respond(self, request: MockRequest, started: float) -> Answer:
         pipeline = self.first.pipeline
         result = pipeline.front_door.answer(request) or replace(pipeline.error_response(MockError(
             404, f"no API of this mock is mounted at {request.path}"
                  f"{' on host ' + request.headers['host'] if 'host' in request.headers else ''}; it serves "
                  + self._served,
             code="not-found"), pipeline.request_id(request), None), journaled=False)
-        return self.first.finish(pipeline, request, result, time.perf_counter() if started is None else started)
+        return self.first.finish(pipeline, request, result, started)

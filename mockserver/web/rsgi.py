@@ -33,7 +33,7 @@ from .wsgi import WSGIApp, encoded_path
 
 if TYPE_CHECKING:
     from .app import MockFlask
-    from .mounts import Mounts
+    from .mounts import Mounts, Unmounted
 
 T = TypeVar("T")
 _SESSION = SESSION_HEADER.lower()
@@ -75,7 +75,7 @@ class MockRSGI:
         mounts = self.mounts
         mock = self.mock if mounts is None else mounts.pick(headers.get("host"), request.path)
         if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
-            refused = await self._read_body(proto, request, started, mock or self.mock)
+            refused = await self._read_body(proto, request, started, mock)
             if refused is not None:
                 proto.response_bytes(refused.status, [*refused.headers, ("Connection", "close")], refused.body)
                 return
@@ -84,11 +84,6 @@ class MockRSGI:
             status, out, chunks = await _in(self._control_pool, _wsgi_call, self.control, scope, script, path_info,
                                             request)
             proto.response_bytes(status, out, chunks)
-            return
-        if mock is None:
-            assert mounts is not None  # only a mock of several APIs has paths no API takes
-            answer = mounts.unmounted(request, started)
-            proto.response_bytes(answer.status, answer.headers, answer.body)
             return
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
         run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(request.method, request.path) else _now
@@ -102,7 +97,8 @@ class MockRSGI:
 
     __call__ = __rsgi__
 
-    async def _read_body(self, proto: Any, request: MockRequest, started: float, mock: MockApp) -> Answer | None:
+    async def _read_body(self, proto: Any, request: MockRequest, started: float,
+                         mock: MockApp | Unmounted) -> Answer | None:
         """The request's body, into `request`, chunk by chunk under the deadline (`mock`'s limit); or the refusal
         to answer at once (the connection is closed after it, so what is left of the body is never read)."""
         if self._bodies >= self.max_bodies:

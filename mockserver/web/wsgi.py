@@ -66,14 +66,10 @@ class MockWSGI:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        body = environ["wsgi.input"].read(min(length, (mock or self.mock).body_limit())) if length > 0 else b""
+        body = environ["wsgi.input"].read(min(length, mock.body_limit())) if length > 0 else b""
         request = MockRequest(environ.get("REQUEST_METHOD", "GET"), path, environ.get("QUERY_STRING", ""),
                               request_headers(environ), body)
-        if mock is None:
-            assert mounts is not None  # only a mock of several APIs has paths no API takes
-            answer = mounts.unmounted(request, started)
-        else:
-            answer = mock.respond(request, started)
+        answer = mock.respond(request, started)
         if answer.delay_s:
             time.sleep(answer.delay_s)
         start_response(status_line(answer.status), answer.headers)

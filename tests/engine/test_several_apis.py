@@ -264,3 +264,15 @@ def test_a_request_goes_to_its_hosts_api_then_the_longest_prefix() -> None:
     assert paths("pets") == ["/pets/1", "/kindgiX/v1/test-sets"]
     assert paths("library") == ["/pets/1"]
     assert paths("kindgi") == ["/kindgi/v1/test-sets"]
+
+
+def test_a_request_no_api_is_mounted_for_is_a_404_naming_the_mounts_in_process() -> None:
+    """Through WSGI (the tests' and an embedding's transport), a body too: read, then answered like any other."""
+    app = create_apps([Api("kindgi", KINDGI_SPEC, KINDGI_FIXTURES, "/kindgi"),
+                       Api("pets", PETS / "openapi.yaml", PETS / "fixtures", "/pets-api")])
+    client = app.test_client()
+    for answer in (client.get("/v1/test-sets"), client.post("/elsewhere", json={"name": "Ada"})):
+        assert answer.status_code == 404
+        assert "kindgi at prefix /kindgi; pets at prefix /pets-api" in answer.get_json()["error"]["message"]
+    assert client.get("/pets-api/pets/1").get_json()["name"] == "Ada"
+

@@ -82,13 +82,12 @@ def declared(spec: SpecIndex) -> tuple[dict[str, list[Callback]], list[str]]:
     notes: list[str] = []
     for op in spec.operations.values():
         label = operation_label(op)
-        grouped: dict[tuple[str, str], list[Outbound]] = {}
+        grouped: dict[tuple[str, Template], list[Outbound]] = {}  # the methods of each callback URL
         for outbound in op.callbacks:
             assert outbound.url is not None  # a callback's is parsed at start-up
-            grouped.setdefault((outbound.name, outbound.url.text), []).append(outbound)
-        for (name, expression), outbounds in grouped.items():
-            template = outbounds[0].url
-            assert template is not None
+            grouped.setdefault((outbound.name, outbound.url), []).append(outbound)
+        for (name, template), outbounds in grouped.items():
+            expression = template.text
             first = template.parts[0] if template.parts else None
             place = template.sources[0] if template.sources and not isinstance(first, str) else None
             if place is None or place[0] != "request" or place[1] not in _PLACES or place == ("request", "body", ""):

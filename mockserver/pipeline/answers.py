@@ -239,7 +239,7 @@ class Answers:
         if not collection.key:
             self.problems.append(located.problem(f"{kind} needs items with a key: give the collection "
                                                  f"{collection.name!r} a `key` (or the create a `key`)", "key", kind))
-        if kind != "delete" and op.request_body is None:
+        if kind != "delete" and op.request_body is None and not raw.get("set"):
             self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
                                                  kind))
         media, _ = self._success_schema(op)
@@ -249,7 +249,7 @@ class Answers:
         sent = pick_media_type(op.request_body.content) if op.request_body else None
         write = Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                       self.generator, [], (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
-                      action)
+                      action, raw.get("set") or {})
         if media and media.schema and not action:
             write.answer = None if many else (media.schema.node, media.schema.uri)
             write.checks.append((op.id, media.schema.validator, (lambda item: [item]) if many else write.shown))

@@ -793,6 +793,7 @@ class Write:
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
     # the field named); the answer is the operation's own, not the item
+    sets: dict[str, Any] = field(default_factory=dict)  # an action's own changes, where the body says nothing
     answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
 
     def shown(self, served: dict[str, Any]) -> Any:
@@ -858,8 +859,9 @@ class Write:
             kept[:] = [(found, old)]
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
-            patch = {self.action: body} if isinstance(self.action, str) else \
+            own = {self.action: body} if isinstance(self.action, str) else \
                 {k: v for k, v in body.items() if k in live.fields} if self.action else body
+            patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
             live.check(item, self.checks, body)

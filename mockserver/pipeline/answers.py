@@ -19,6 +19,7 @@ from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, pointer_tokens
+from ..fixtures.inference import string_enums
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk, below
@@ -40,6 +41,9 @@ from .templates import AnswerTemplate
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
+# an action's outcome, as an enum of its answer says it (Prefect's `SetStateStatus`): the mock did the action
+_DONE = frozenset({"accept", "accepted", "ok", "success", "succeeded", "successful", "done", "applied", "complete",
+                   "completed"})
 WRITES = {"create": "into", "update": "in", "replace": "in", "delete": "from"}  # a write and its collection key
 
 
@@ -357,6 +361,13 @@ class Answers:
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
             if fixture.search is not None and fixture.search.collection.name in self.live:
                 fixture.search.fields |= self.live[fixture.search.collection.name].fields
+            write = fixture.write  # an action whose answer is the items' schema answers the item
+            if write is not None and write.action and (media := self._success_schema(write.op)[0]) is not None \
+                    and media.schema is not None:
+                write.answers_item = walk.deref(media.schema.node, media.schema.uri)[1] in {
+                    walk.deref(*read)[1] for read in write.live.reads}
+                write.done = {name: done for name, values in string_enums(walk, media.schema).items()
+                              if (done := next((v for v in values if v.lower() in _DONE), None)) is not None}
 
     def _id_formats(self) -> dict[str, str]:
         """The format of a string the mock can make (`uuid`, `date-time`, `date`) that the description gives a
@@ -504,9 +515,8 @@ class Answers:
                           fresh=True)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
-            if fixture.write.action:  # the item changed; the answer is the operation's own
-                return self.generated(op, decision.media, key, status=status, static=decision.static,
-                                      request=ctx.request)
+            if fixture.write.action:
+                return self._acted(op, ctx, decision, key, fixture.write, payload)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
                           fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:
@@ -525,6 +535,24 @@ class Answers:
         live = self.live.get(fixture.item.collection.name)
         pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
         return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
+
+    def _acted(self, op: Operation, ctx: Context, decision: Decision, key: str, write: Write, served: Any) -> Answer:
+        """An action's answer agrees with the item it changed: the item itself where the operation answers the
+        items' schema (`POST /schedules/{id}/pause` answering the schedule), else the operation's own answer, made
+        up, holding each field the action changed as the item now has it (Prefect's `set_state` answers the
+        `state` stored, with the `id` and `timestamp` the mock gave it, where the client reads them), and saying
+        it was done where an enum of it can (`status: ACCEPT`, not `ABORT`: the mock did it)."""
+        media = decision.media
+        if write.answers_item and isinstance(served, dict):
+            return Answer(decision.status, served, decision.media_type or "application/json", "fixture", fresh=True)
+        answer = self.generated(op, media, key, status=decision.status, static=decision.static, request=ctx.request)
+        if media is None or media.schema is None or not isinstance(served, dict):
+            return answer
+        changed = {**write.done, **{name: served[name] for name in write.changed(ctx.request.body) if name in served}}
+        payload = self.echo.agreeing(answer.payload, changed, media.schema.validator.is_valid)
+        if payload is answer.payload:
+            return answer
+        return Answer(answer.status, payload, answer.media_type, "generated", prechecked=True, fresh=True)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
         """The collections operations write to, as a session (None: the whole mock) sees them now: for the

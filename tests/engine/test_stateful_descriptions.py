@@ -350,3 +350,15 @@ def test_validate_says_which_verbs_set_a_value_and_why_another_does_not():
     assert "stateful: resumeSchedule not inferred: it takes no body, and no string enum of the items holds " \
            "resumed" in done.stdout.splitlines()
 
+
+def test_an_actions_answer_is_the_item_it_changed_or_holds_the_field_changed_as_stored():
+    client = stateful("verbs.yaml")
+    schedule = body(client.post("/schedules", json={"label": "weekly"}))
+    paused = body(client.post(f"/schedules/{schedule['triggerId']}/pause"))
+    assert paused == body(client.get(f"/schedules/{schedule['triggerId']}")) and paused["status"] == "paused"
+    job = body(client.post("/jobs", json={"name": "nightly"}))
+    for kind in ("RUNNING", "PENDING", "RUNNING", "PENDING"):
+        acted = body(client.post(f"/jobs/{job['id']}/set_state", json={"state": {"type": kind}}))
+        stored = body(client.get(f"/jobs/{job['id']}"))["state"]
+        assert stored["type"] == kind and acted["state"] == stored  # with the id and timestamp the mock gave it
+        assert acted["status"] == "ACCEPT"  # done, as the mock did it: not REJECT, ABORT or WAIT

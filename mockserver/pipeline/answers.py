@@ -352,10 +352,15 @@ class Answers:
                 schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", []).append((node, uri))
             if fixture.write is not None and fixture.write.kind == "create":
                 schemas.setdefault(fixture.write.live.name, {}).setdefault("create", []).append((node, uri))
-        for name, live in self.live.items():
+            if fixture.search is not None and not fixture.search.count and fixture.search.collection.name in self.live:
+                field = fixture.search.items_field
+                items = walk.items(*(walk.property(node, uri, field) if field else walk.deref(node, uri)))
+                if items[0] is not None:
+                    schemas.setdefault(fixture.search.collection.name, {}).setdefault("search", []).append(items)
+        for name, live in self.live.items():  # what the items read as: their reads, else searches, else a create's
             found = schemas.get(name, {})
             reads = list({uri: (node, uri) for node, uri in [*found.get("item", []), *found.get("list", [])]}
-                         .values()) or found.get("create", [])[:1]
+                         .values()) or found.get("search", [])[:1] or found.get("create", [])[:1]
             live.schema = reads[0] if reads else None
             live.prepare(walk, self.write_only, self.generator, bodies.get(name), reads, formats)
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
@@ -366,7 +371,8 @@ class Answers:
                     and media.schema is not None:
                 write.answers_item = walk.deref(media.schema.node, media.schema.uri)[1] in {
                     walk.deref(*read)[1] for read in write.live.reads}
-                write.done = {name: done for name, values in string_enums(walk, media.schema).items()
+                enums = string_enums(walk, media.schema.node, media.schema.uri)
+                write.done = {name: done for name, values in enums.items()
                               if (done := next((v for v in values if v.lower() in _DONE), None)) is not None}
 
     def _id_formats(self) -> dict[str, str]:

@@ -362,3 +362,14 @@ def test_an_actions_answer_is_the_item_it_changed_or_holds_the_field_changed_as_
         stored = body(client.get(f"/jobs/{job['id']}"))["state"]
         assert stored["type"] == kind and acted["state"] == stored  # with the id and timestamp the mock gave it
         assert acted["status"] == "ACCEPT"  # done, as the mock did it: not REJECT, ABORT or WAIT
+
+
+def test_a_collection_only_created_and_searched_takes_its_key_and_fields_from_the_searchs_items():
+    client = stateful("searched.yaml")
+    made = client.post("/logs/", json=[{"message": "made by the bench", "level": 20}, {"message": "two", "level": 30}])
+    assert made.status_code == 201
+    found = body(client.post("/logs/filter", json={"message": "made by the bench"}))
+    assert [(log["message"], log["level"]) for log in found] == [("made by the bench", 20)]
+    assert uuid.UUID(found[0]["id"]) and found[0]["created"]  # filled, as the search's items require
+    assert [log["message"] for log in body(client.post("/logs/filter", json={"limit": 5}))] == ["made by the bench",
+                                                                                               "two"]

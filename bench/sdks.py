@@ -199,9 +199,10 @@ def started(command: list[str], port: int, env: dict[str, str] | None = None) ->
 MODES = (("", ()), (" --request-validation warn", ("--request-validation", "warn")))
 
 
-def mock(spec: Path, port: int, flags: Sequence[str] = ()) -> list[str]:
+def mock(spec: Path, port: int, flags: Sequence[str] = (), fixtures: Path | None = None) -> list[str]:
+    given = ["--fixtures", str(fixtures)] if fixtures else []
     return [sys.executable, "-m", "mockserver", "serve", "--spec", str(spec), "--stateful", "--port", str(port),
-            *flags]
+            *given, *flags]
 
 
 def drive(sdk: str, target: str, python: str, url: str, env: dict[str, str] | None = None) -> Outcome:
@@ -241,14 +242,31 @@ class PrefectServer:
 
     url: str
     spec: Path
+    fixtures: Path
     env: dict[str, str]
     python: str
+
+
+def fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return bytes(answer.read())
+
+
+def version_fixture(folder: Path, version: str) -> Path:
+    """The mock's one fixture for Prefect: `GET /admin/version` answers the version its real server reported.
+    The description leaves it open (a plain string; its `info.version` is FastAPI's default `0.1.0`), and the
+    client refuses a server of another major version. Written at run time, into the cache: never a copy of
+    Prefect's files in the checkout, never a version of our own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    answer = {"operations": {"read_version_admin_version_get": {"respond": [{"status": 200, "body": version}]}}}
+    (folder / "version.json").write_text(json.dumps(answer, indent=2))
+    return folder
 
 
 @contextmanager
 def prefect_server(home: Path, index_url: str | None = None) -> Iterator[PrefectServer]:
     """Prefect's real server from the SDK's venv, its SQLite database and its description (`openapi.json`) in
-    `home`, which outlives the server."""
+    `home`, which outlives the server; the mock's fixtures (`version_fixture`) beside the description."""
     python = sdk_python("prefect", "prefect", index_url)
     env = {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
            "PREFECT_LOGGING_LEVEL": "WARNING"}
@@ -258,9 +276,9 @@ def prefect_server(home: Path, index_url: str | None = None) -> Iterator[Prefect
         url = f"http://127.0.0.1:{port}/api"
         spec = cache_dir() / "prefect" / version(python, "prefect") / "openapi.json"  # kept, to serve again
         spec.parent.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(f"{url}/openapi.json", timeout=60) as answer:
-            spec.write_bytes(answer.read())
-        yield PrefectServer(url, spec, env, python)
+        spec.write_bytes(fetch(f"{url}/openapi.json"))
+        fixtures = version_fixture(spec.parent / "fixtures", json.loads(fetch(f"{url}/admin/version")))
+        yield PrefectServer(url, spec, fixtures, env, python)
 
 
 def prefect(index_url: str | None) -> list[Outcome]:
@@ -269,12 +287,12 @@ def prefect(index_url: str | None) -> list[Outcome]:
     outcomes = []
     with tempfile.TemporaryDirectory() as home:
         with prefect_server(Path(home), index_url) as server:
-            python, spec, env = server.python, server.spec, server.env
+            python, spec, fixtures, env = server.python, server.spec, server.fixtures, server.env
             outcomes.append(drive("prefect", f"real server ({version(python, 'prefect')})", python, server.url, env))
         base = json.loads(spec.read_text()).get("servers", [{}])[0].get("url", "")  # `/api`, as served
         for label, flags in MODES:
             port = free_port()
-            with started(mock(spec, port, flags), port):
+            with started(mock(spec, port, flags, fixtures), port):
                 outcomes.append(drive("prefect", f"mock --stateful{label}", python, f"http://127.0.0.1:{port}{base}",
                                       env))
     return outcomes

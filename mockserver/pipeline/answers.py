@@ -20,6 +20,7 @@ from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, pointer_tokens
 from ..fixtures.format import PAGE_DEFAULTS
+from ..fixtures.inference import string_enums
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk, below
@@ -41,6 +42,9 @@ from .templates import AnswerTemplate
 
 GENERATED_CACHE_SIZE = 2048
 GENERATION_ATTEMPTS = 8
+# an action's outcome, as an enum of its answer says it (Prefect's `SetStateStatus`): the mock did the action
+_DONE = frozenset({"accept", "accepted", "ok", "success", "succeeded", "successful", "done", "applied", "complete",
+                   "completed"})
 WRITES = {"create": "into", "update": "in", "replace": "in", "delete": "from"}  # a write and its collection key
 
 
@@ -247,7 +251,7 @@ class Answers:
         if not collection.key:
             self.problems.append(located.problem(f"{kind} needs items with a key: give the collection "
                                                  f"{collection.name!r} a `key` (or the create a `key`)", "key", kind))
-        if kind != "delete" and op.request_body is None:
+        if kind != "delete" and op.request_body is None and not raw.get("set"):
             self.problems.append(located.problem(f"{op.id} takes no request body to {kind} an item with", "body",
                                                  kind))
         media, _ = self._success_schema(op)
@@ -257,7 +261,7 @@ class Answers:
         sent = pick_media_type(op.request_body.content) if op.request_body else None
         write = Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                       self.generator, [], (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
-                      action)
+                      action, raw.get("set") or {})
         if media and media.schema and not action:
             write.answer = None if many else (media.schema.node, media.schema.uri)
             write.checks.append((op.id, media.schema.validator, (lambda item: [item]) if many else write.shown))
@@ -356,15 +360,28 @@ class Answers:
                 schemas.setdefault(fixture.item.collection.name, {}).setdefault("item", []).append((node, uri))
             if fixture.write is not None and fixture.write.kind == "create":
                 schemas.setdefault(fixture.write.live.name, {}).setdefault("create", []).append((node, uri))
-        for name, live in self.live.items():
+            if fixture.search is not None and not fixture.search.count and fixture.search.collection.name in self.live:
+                field = fixture.search.items_field
+                items = walk.items(*(walk.property(node, uri, field) if field else walk.deref(node, uri)))
+                if items[0] is not None:
+                    schemas.setdefault(fixture.search.collection.name, {}).setdefault("search", []).append(items)
+        for name, live in self.live.items():  # what the items read as: their reads, else searches, else a create's
             found = schemas.get(name, {})
             reads = list({uri: (node, uri) for node, uri in [*found.get("item", []), *found.get("list", [])]}
-                         .values()) or found.get("create", [])[:1]
+                         .values()) or found.get("search", [])[:1] or found.get("create", [])[:1]
             live.schema = reads[0] if reads else None
             live.prepare(walk, self.write_only, self.generator, bodies.get(name), reads, formats)
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
             if fixture.search is not None and fixture.search.collection.name in self.live:
                 fixture.search.fields |= self.live[fixture.search.collection.name].fields
+            write = fixture.write  # an action whose answer is the items' schema answers the item
+            if write is not None and write.action and (media := self._success_schema(write.op)[0]) is not None \
+                    and media.schema is not None:
+                write.answers_item = walk.deref(media.schema.node, media.schema.uri)[1] in {
+                    walk.deref(*read)[1] for read in write.live.reads}
+                enums = string_enums(walk, media.schema.node, media.schema.uri)
+                write.done = {name: done for name, values in enums.items()
+                              if (done := next((v for v in values if v.lower() in _DONE), None)) is not None}
 
     def _id_formats(self) -> dict[str, str]:
         """The format of a string the mock can make (`uuid`, `date-time`, `date`) that the description gives a
@@ -512,9 +529,8 @@ class Answers:
                           fresh=True)
         if fixture.write is not None:
             payload, headers = fixture.write.apply(ctx, self.store)
-            if fixture.write.action:  # the item changed; the answer is the operation's own
-                return self.generated(op, decision.media, key, status=status, static=decision.static,
-                                      request=ctx.request)
+            if fixture.write.action:
+                return self._acted(op, ctx, decision, key, fixture.write, payload)
             return Answer(status, payload, media_type if payload is not None else None, "fixture", headers,
                           fixture.origin, prechecked=True)  # checked against this answer's schema as written
         if fixture.listing is not None:
@@ -533,6 +549,24 @@ class Answers:
         live = self.live.get(fixture.item.collection.name)
         pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
         return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
+
+    def _acted(self, op: Operation, ctx: Context, decision: Decision, key: str, write: Write, served: Any) -> Answer:
+        """An action's answer agrees with the item it changed: the item itself where the operation answers the
+        items' schema (`POST /schedules/{id}/pause` answering the schedule), else the operation's own answer, made
+        up, holding each field the action changed as the item now has it (Prefect's `set_state` answers the
+        `state` stored, with the `id` and `timestamp` the mock gave it, where the client reads them), and saying
+        it was done where an enum of it can (`status: ACCEPT`, not `ABORT`: the mock did it)."""
+        media = decision.media
+        if write.answers_item and isinstance(served, dict):
+            return Answer(decision.status, served, decision.media_type or "application/json", "fixture", fresh=True)
+        answer = self.generated(op, media, key, status=decision.status, static=decision.static, request=ctx.request)
+        if media is None or media.schema is None or not isinstance(served, dict):
+            return answer
+        changed = {**write.done, **{name: served[name] for name in write.changed(ctx.request.body) if name in served}}
+        payload = self.echo.agreeing(answer.payload, changed, media.schema.validator.is_valid)
+        if payload is answer.payload:
+            return answer
+        return Answer(answer.status, payload, answer.media_type, "generated", prechecked=True, fresh=True)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
         """The collections operations write to, as a session (None: the whole mock) sees them now: for the

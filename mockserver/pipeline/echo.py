@@ -83,6 +83,14 @@ class Echo:
             return echoed
         return self._echoed(op, payload, schema, uri, fits, request, item, make_value)
 
+    @staticmethod
+    def agreeing(payload: Any, values: dict[str, Any], fits: Callable[[Any], bool]) -> Any:
+        """The answer with `values` in its properties of the same names, each where it still fits: an action's
+        own answer holding what the action changed, as the item now has it."""
+        if not isinstance(payload, dict):
+            return payload
+        return _fitting(payload, [([name], value) for name, value in values.items() if name in payload], fits)
+
     def _echoed(self, op: Operation, payload: Any, schema: Any, uri: str, fits: Callable[[Any], bool],
                 request: ValidRequest, make_item: MakeItem, make_value: MakeValue) -> Any:
         limit, offset = _paging(request)

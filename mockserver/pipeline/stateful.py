@@ -792,8 +792,18 @@ class Write:
     checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
-    # the field named); the answer is the operation's own, not the item
+    # the field named); the answer is the operation's own (`Answers._acted`), not the item
+    sets: dict[str, Any] = field(default_factory=dict)  # an action's own changes, where the body says nothing
+    answers_item: bool = False  # an action whose answer is the items' schema: it answers the item changed
+    done: dict[str, str] = field(default_factory=dict)  # the values of its own answer that say it was done
     answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
+
+    def changed(self, body: Any) -> list[str]:
+        """The item's fields an action changes with this body."""
+        if isinstance(self.action, str):
+            return [self.action]
+        sent = [k for k in body if k in self.live.fields] if isinstance(body, dict) else []
+        return list(dict.fromkeys([*self.sets, *sent]))
 
     def shown(self, served: dict[str, Any]) -> Any:
         """The answer to a write of this item: the item as served, or made to fit an answer of another shape."""
@@ -858,8 +868,9 @@ class Write:
             kept[:] = [(found, old)]
             if self.kind == "delete":
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
-            patch = {self.action: body} if isinstance(self.action, str) else \
+            own = {self.action: body} if isinstance(self.action, str) else \
                 {k: v for k, v in body.items() if k in live.fields} if self.action else body
+            patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
             live.check(item, self.checks, body)

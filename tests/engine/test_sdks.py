@@ -4,11 +4,13 @@ and how its fetch fails without a network."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 
 from conftest import ROOT, free_port
+from mockserver import create_app
 
 sys.path.insert(0, str(ROOT / "bench"))  # the drivers import `sdk_driver` as a top-level module, as they run
 _spec = importlib.util.spec_from_file_location("bench_sdks", ROOT / "bench" / "sdks.py")
@@ -72,3 +74,14 @@ def test_the_official_description_s_fetch_says_what_failed_and_where_without_a_n
                                   "not there): ")
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "mockserver" / "kindgi").exists()
+
+
+def test_prefects_mock_answers_the_version_its_real_server_reported_not_the_descriptions_own(tmp_path):
+    spec = tmp_path / "openapi.json"  # Prefect's shape: FastAPI's default info.version, a plain-string version
+    spec.write_text(json.dumps({
+        "openapi": "3.1.0", "info": {"title": "Prefect REST API", "version": "0.1.0"}, "servers": [{"url": "/api"}],
+        "paths": {"/admin/version": {"get": {"operationId": "read_version_admin_version_get", "responses": {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "string"}}}}}}}}}))
+    fixtures = sdks.version_fixture(tmp_path / "fixtures", "3.9.1")
+    answer = create_app(spec, fixtures, stateful=True).test_client().get("/api/admin/version")
+    assert answer.status_code == 200 and answer.get_json() == "3.9.1"

@@ -2,6 +2,8 @@
 its own under tests/data/stateful, served in process and called over HTTP as an SDK would."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -319,3 +321,55 @@ def test_an_array_create_holds_across_replicas_on_a_shared_redis(redis_url):
     finally:
         for app in apps:
             app.extensions["mockserver"].pipeline.store.close()
+
+
+def test_an_action_named_by_a_verb_sets_the_enum_value_that_is_its_past_participle_unless_the_body_says():
+    client = stateful("verbs.yaml")
+    schedules = [body(client.post("/schedules", json={"label": f"s{i}"})) for i in range(12)]
+    for schedule in schedules:  # whatever status each was made with
+        paused = client.post(f"/schedules/{schedule['triggerId']}/pause")
+        assert paused.status_code == 200
+        assert body(client.get(f"/schedules/{schedule['triggerId']}"))["status"] == "paused"
+    run = body(client.post("/runs", json={"flow": "ingest"}))
+    assert client.post(f"/runs/{run['id']}/force-cancel", json={"reason": "late"}).status_code == 200
+    assert body(client.get(f"/runs/{run['id']}"))["state"] == "CANCELED"  # the enum's own spelling
+    other = body(client.post("/runs", json={"flow": "ingest"}))
+    client.post(f"/runs/{other['id']}/force-cancel", json={"state": "PENDING"})
+    assert body(client.get(f"/runs/{other['id']}"))["state"] == "PENDING"  # the body said otherwise
+    for schedule in schedules:  # `resumed` is no value of the enum: resume changes nothing
+        client.post(f"/schedules/{schedule['triggerId']}/resume")
+        assert body(client.get(f"/schedules/{schedule['triggerId']}"))["status"] == "paused"
+
+
+def test_validate_says_which_verbs_set_a_value_and_why_another_does_not():
+    done = subprocess.run([sys.executable, "-m", "mockserver", "validate", "--spec", str(DATA / "verbs.yaml"),
+                           "--stateful"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "stateful: pauseSchedule acts on one of schedules by triggerId: it sets status: paused (the past " \
+           "participle of pause), unless its body says otherwise" in done.stdout.splitlines()
+    assert "stateful: resumeSchedule not inferred: it takes no body, and no string enum of the items holds " \
+           "resumed" in done.stdout.splitlines()
+
+
+def test_an_actions_answer_is_the_item_it_changed_or_holds_the_field_changed_as_stored():
+    client = stateful("verbs.yaml")
+    schedule = body(client.post("/schedules", json={"label": "weekly"}))
+    paused = body(client.post(f"/schedules/{schedule['triggerId']}/pause"))
+    assert paused == body(client.get(f"/schedules/{schedule['triggerId']}")) and paused["status"] == "paused"
+    job = body(client.post("/jobs", json={"name": "nightly"}))
+    for kind in ("RUNNING", "PENDING", "RUNNING", "PENDING"):
+        acted = body(client.post(f"/jobs/{job['id']}/set_state", json={"state": {"type": kind}}))
+        stored = body(client.get(f"/jobs/{job['id']}"))["state"]
+        assert stored["type"] == kind and acted["state"] == stored  # with the id and timestamp the mock gave it
+        assert acted["status"] == "ACCEPT"  # done, as the mock did it: not REJECT, ABORT or WAIT
+
+
+def test_a_collection_only_created_and_searched_takes_its_key_and_fields_from_the_searchs_items():
+    client = stateful("searched.yaml")
+    made = client.post("/logs/", json=[{"message": "made by the bench", "level": 20}, {"message": "two", "level": 30}])
+    assert made.status_code == 201
+    found = body(client.post("/logs/filter", json={"message": "made by the bench"}))
+    assert [(log["message"], log["level"]) for log in found] == [("made by the bench", 20)]
+    assert uuid.UUID(found[0]["id"]) and found[0]["created"]  # filled, as the search's items require
+    assert [log["message"] for log in body(client.post("/logs/filter", json={"limit": 5}))] == ["made by the bench",
+                                                                                               "two"]

@@ -117,6 +117,19 @@ def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_opera
         "name"]
 
 
+def test_a_collection_whose_create_answers_an_array_is_keyed_by_its_items_field_not_the_parameters_name():
+    client = stateful("nested_keys.yaml")
+    made = client.post("/boards/b1/pins", json=[{"title": "a"}, {"title": "b"}])
+    assert made.status_code == 201, made.data
+    first, second = body(made)
+    assert uuid.UUID(first["id"]) and uuid.UUID(second["id"]) and "pin_id" not in first
+    assert client.post("/boards/b1/pins", json=[{"title": "c"}]).status_code == 201  # no key None made twice
+    assert client.patch(f"/boards/b1/pins/{first['id']}", json={"title": "A"}).status_code == 204
+    assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 204
+    assert [p["title"] for p in body(client.get("/boards/b1/pins"))] == ["A", "c"]
+    assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 404
+
+
 def test_a_read_by_another_field_of_the_items_reads_the_same_items():
     client = stateful("families.yaml")
     made = body(client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2}))

@@ -794,6 +794,7 @@ class Write:
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
     # the field named); the answer is the operation's own, not the item
     answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
+    conflict: int = 409  # a create's status for a key the client chose that an item has already
 
     def shown(self, served: dict[str, Any]) -> Any:
         """The answer to a write of this item: the item as served, or made to fit an answer of another shape."""
@@ -833,8 +834,7 @@ class Write:
                 key = live.key_of(item)
                 if key in view.items or key in made:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
-                    raise MockError(409 if self.op.declares(409) else 400,
-                                    f"a {singular(live.name)} with {shown} exists already",
+                    raise MockError(self.conflict, f"a {singular(live.name)} with {shown} exists already",
                                     details={k: item.get(k) for k in live.collection.key})
                 if len(view.items) + len(made) >= live.limit:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "

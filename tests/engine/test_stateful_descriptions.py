@@ -171,6 +171,21 @@ def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_
         "same; the description should declare it"]
 
 
+def test_a_key_the_client_chose_twice_is_a_conflict_and_an_undeclared_409_is_said_once_at_start_up():
+    client = stateful("conflicts.yaml")
+    made = client.post("/pools", json={"name": "default"})
+    assert made.status_code == 201, made.data
+    again = client.post("/pools", json={"name": "default"})
+    assert again.status_code == 409 and "a pool with name='default' exists already" in again.get_data(as_text=True)
+    assert body(client.get("/pools/default")) == body(made)  # the first is kept, not overwritten
+    assert client.post("/queues", json={"name": "default"}).status_code == 201
+    assert client.post("/queues", json={"name": "default"}).status_code == 400  # its declared error status
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 409" in m] == [
+        "createPool declares no 409 (nor 4XX, nor default), yet a pool it creates may be sent with a name another "
+        "has already: answered 409 all the same; the description should declare it"]
+
+
 def test_an_empty_cursor_is_the_first_page_and_an_undeclared_400_for_a_foreign_cursor_is_said_once_at_start_up():
     client = stateful("cursors.yaml")
     for text in "abc":
@@ -285,6 +300,20 @@ def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_de
         f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
         "answers of DELETE /tags/{id})"]
     assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`
+
+
+def test_the_contract_of_the_stateful_mock_says_an_undeclared_409_for_a_key_taken_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "conflicts.yaml", None, phases=["examples", "coverage"], max_examples=2, seed=8,
+                            force=False, stateful=True, mode="positive"))
+    create = result.operations["POST /pools"]
+    assert create.statuses[409] > 0 and not create.findings, create.findings  # the name was sent again
+    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+        "the description's gap, not the mock's: createPool declares no 409 (nor 4XX, nor default), yet a pool it "
+        "creates may be sent with a name another has already: answered 409 all the same; the description should "
+        f"declare it ({create.statuses[409]} answers of POST /pools)"]
+    assert not result.operations["POST /queues"].findings  # its 400 is declared
 
 
 FLOWS = """\

@@ -233,6 +233,15 @@ def test_a_search_in_the_body_answers_the_collection_filtered_sorted_and_windowe
     assert bad.status_code == 400 and "limit" in bad.get_data(as_text=True)
 
 
+def test_a_search_windowed_by_a_whole_number_written_with_a_fraction_answers_as_its_schemas_integer_allows():
+    client = stateful("searches.yaml")
+    flows(client, "beta", "alpha", "gamma")
+    windowed = client.post("/flows/filter", json={"limit": 1.0, "offset": 1.0})  # `integer` in JSON Schema
+    assert windowed.status_code == 200, windowed.data
+    assert [f["name"] for f in body(windowed)] == ["alpha"]
+    assert client.post("/flows/filter", json={"limit": 1.5}).status_code == 400  # refused by the schema
+
+
 def test_an_action_whose_body_names_fields_of_the_item_updates_them():
     client = stateful("searches.yaml")
     flow = flows(client, "alpha")["alpha"]

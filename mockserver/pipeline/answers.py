@@ -32,7 +32,7 @@ from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
 from .query import PAGE_DEFAULTS, ItemQuery, ListQuery, page_names, singular, to_json
-from .request_validation import ValidRequest
+from .request_validation import ValidRequest, invalid_request_status
 from .rules import Condition, Context, Filter, compile_condition
 from .search import Search
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
@@ -148,6 +148,8 @@ class Answers:
                 continue
             self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
         self._prepare_live()
+        for op in spec.operations.values():
+            self._check_bad_request(op, fixtures)
         # the operations whose answer reads or writes a written collection: each of their calls asks the store
         self.stored = frozenset(op_id for op_id, fixture in self.fixtures.items() if self._asks_store(fixture))
 
@@ -282,12 +284,7 @@ class Answers:
         operation's `4XX` or `default` response where it declares no 404. A create whose body may carry the key
         may name an item that exists already: 409, as a real server answers a conflict (its declared 400 where
         it declares that alone). Where it declares none of them, the status is answered all the same and said
-        once, at start-up, as the description's gap. So is a list's 400 for a cursor the mock did not issue."""
-        if fixture.listing is not None and not fixture.listing.bare and not op.declares(400):
-            self.warnings.append(located.problem(
-                f"{op.id} declares no 400 (nor 4XX, nor default), yet a {fixture.listing.cursor_param} it is sent "
-                "may not be one the mock issued: answered 400 all the same; the description should declare it",
-                "responses"))
+        once, at start-up, as the description's gap."""
         write = fixture.write
         if fixture.item is not None:
             collection, status = fixture.item.collection, fixture.item.status or 404
@@ -300,10 +297,24 @@ class Answers:
         if not op.declares(status):
             why = "it names may not exist" if status == 404 else \
                 f"it creates may be sent with a {', '.join(collection.key)} another has already"
-            self.gaps.setdefault(op.id, {})[status] = (
-                f"{op.id} declares no {status} (nor 4XX, nor default), yet a {singular(collection.name)} {why}: "
-                f"answered {status} all the same; the description should declare it")
+            self.gaps.setdefault(op.id, {})[status] = _undeclared(op, status, f"a {singular(collection.name)} {why}")
             self.warnings.append(located.problem(self.gaps[op.id][status], "responses"))
+
+    def _check_bad_request(self, op: Operation, fixtures: FixtureSet) -> None:
+        """A 400 the operation declares not (nor `4XX`, nor `default`) is answered all the same, as the
+        description's gap: to a request that breaks the description where it declares no 422 either (not said
+        at start-up: many descriptions declare no error at all), and to a list's cursor the mock did not issue
+        (said at start-up)."""
+        if op.declares(400):
+            return
+        reasons = ["a request may break its parameters or body"] if (
+            op.parameters or op.request_body) and invalid_request_status(op) == 400 else []
+        fixture = self.fixtures.get(op.id)
+        if fixture is not None and fixture.listing is not None and not fixture.listing.bare:
+            reasons.append(f"a {fixture.listing.cursor_param} it is sent may not be one the mock issued")
+            self.warnings.append(fixtures.operations[op.id].problem(_undeclared(op, 400, reasons[-1]), "responses"))
+        if reasons:
+            self.gaps.setdefault(op.id, {})[400] = _undeclared(op, 400, ", or ".join(reasons))
 
     def _sends_key(self, write: Write) -> bool:
         """Whether a create's body may carry the key of the item (a name the client chooses), or of each item of
@@ -800,3 +811,9 @@ def _closed_properties(parts: list[tuple[dict[str, Any], str]]) -> frozenset[str
             "patternProperties" in part for part, _ in parts):
         return None
     return frozenset(name for part, _ in parts for name in part.get("properties") or {})
+
+
+def _undeclared(op: Operation, status: int, why: str) -> str:
+    """What a status the mock answers where the operation declares none says: the description's gap."""
+    return (f"{op.id} declares no {status} (nor 4XX, nor default), yet {why}: answered {status} all the same; "
+            "the description should declare it")

@@ -304,11 +304,24 @@ def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_de
                             force=False, stateful=True))
     delete = result.operations["DELETE /tags/{id}"]
     assert delete.statuses[404] > 0 and not delete.findings, delete.findings  # unknown ids were deleted
-    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+    assert [n for n in result.notes if n.startswith("the description's gap") and "deleteTag" in n] == [
         "the description's gap, not the mock's: deleteTag declares no 404 (nor 4XX, nor default), yet a tag it "
         f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
         "answers of DELETE /tags/{id})"]
     assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`
+
+
+def test_the_contract_says_a_400_for_invalid_data_where_no_error_is_declared_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "undeclared.yaml", None, phases=["coverage"], max_examples=2, seed=8,
+                            coverage_cap=5, force=False, stateful=True, mode="negative"))
+    create = result.operations["POST /tags"]
+    assert create.statuses[400] > 0 and not create.findings, create.findings  # bodies that break the schema
+    assert [n for n in result.notes if "createTags" in n] == [
+        "the description's gap, not the mock's: createTags declares no 400 (nor 4XX, nor default), yet a request "
+        "may break its parameters or body: answered 400 all the same; the description should declare it "
+        f"({create.statuses[400]} answers of POST /tags)"]
 
 
 def test_the_contract_of_the_stateful_mock_says_an_undeclared_409_for_a_key_taken_once_as_the_descriptions_gap():

@@ -128,6 +128,8 @@ def test_a_collection_whose_create_answers_an_array_is_keyed_by_its_items_field_
     assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 204
     assert [p["title"] for p in body(client.get("/boards/b1/pins"))] == ["A", "c"]
     assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 404
+    reordered = client.post("/boards/b1/pins/reorder", json={"ids": []})  # an action answering pins: generated
+    assert reordered.status_code == 200 and len(body(client.get("/boards/b1/pins"))) == 2, reordered.data
 
 
 def test_a_read_by_another_field_of_the_items_reads_the_same_items():

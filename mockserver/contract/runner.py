@@ -191,8 +191,9 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
 
 def _description_gaps(result: RunResult, gaps: dict[str, dict[int, str]]) -> list[str]:
     """The in-process mock's undeclared statuses that are the description's gap (`Answers.gaps`: a 404 for an
-    unknown item, a 409 for a key that exists already), not the mock's failure: an operation whose only
-    undeclared statuses are those has their findings set aside and each said once, as a note."""
+    unknown item, a 409 for a key that exists already, a 400 for a request that breaks the description), not the
+    mock's failure: an operation whose only undeclared statuses are those has their findings set aside and each
+    said once, as a note (a valid request refused still fails `positive_data_acceptance`)."""
     notes = []
     for op in result.operations.values():
         said = gaps.get(op.operation_id, {})

@@ -181,7 +181,7 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         if watch is not None:
             watch.finish(result)
     if pipeline is not None:
-        result.notes += _description_gaps(result, pipeline.answers.not_found_gaps)
+        result.notes += _description_gaps(result, pipeline.answers.gaps)
     result.checks += [name for name in enabled if name not in result.checks]  # never ran: "did not apply"
     result.gaps, result.excused = judge(result.operations.values(), set(allowed),
                                         expect_success=options.mode != "negative")
@@ -189,23 +189,24 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
     return result
 
 
-def _description_gaps(result: RunResult, gaps: dict[str, str]) -> list[str]:
-    """The in-process mock's undeclared 404s for an unknown item (`Answers.not_found_gaps`) are the description's
-    gap, not the mock's failure: an operation whose only undeclared status was that 404 has its finding set aside
-    and said once, as a note."""
+def _description_gaps(result: RunResult, gaps: dict[str, dict[int, str]]) -> list[str]:
+    """The in-process mock's undeclared statuses that are the description's gap (`Answers.gaps`: a 404 for an
+    unknown item, a 409 for a key that exists already, a 400 for a request that breaks the description), not the
+    mock's failure: an operation whose only undeclared statuses are those has their findings set aside and each
+    said once, as a note (a valid request refused still fails `positive_data_acceptance`)."""
     notes = []
     for op in result.operations.values():
+        said = gaps.get(op.operation_id, {})
         undeclared = {status for status in op.statuses if response_key(status, op.declared) is None}
-        finding = op.findings.get(_UNDECLARED_404)
-        if op.operation_id in gaps and undeclared == {404} and finding is not None:
-            del op.findings[_UNDECLARED_404]
-            op.failed[_UNDECLARED_404[0]] -= finding.count
-            notes.append(f"the description's gap, not the mock's: {gaps[op.operation_id]} "
-                         f"({op.statuses[404]} answers of {op.label})")
+        if not said or not undeclared <= said.keys():
+            continue
+        for status in sorted(undeclared):
+            finding = op.findings.pop(("status_code_conformance", f"status {status}", "not declared"), None)
+            if finding is not None:
+                op.failed["status_code_conformance"] -= finding.count
+                notes.append(f"the description's gap, not the mock's: {said[status]} ({op.statuses[status]} "
+                             f"answers of {op.label})")
     return notes
-
-
-_UNDECLARED_404 = ("status_code_conformance", "status 404", "not declared")  # a finding's (check, cause, rule)
 
 
 def _force(schema: OpenApiSchema, result: RunResult, options: RunOptions,

@@ -34,7 +34,7 @@ from .generation import GenerationError, SchemaGenerator
 from .negotiation import Decision, Prefer, negotiate
 from .pagination import CursorSealer
 from .query import ItemQuery, ListQuery, page_names, singular, to_json
-from .request_validation import ValidRequest
+from .request_validation import ValidRequest, invalid_request_status
 from .rules import Condition, Context, Filter, compile_condition
 from .search import Search
 from .stateful import ITEMS_LIMIT, LiveCollection, Write
@@ -139,7 +139,8 @@ class Answers:
         self.fixtures: dict[str, OperationFixture] = {}
         self._generated: BoundedCache[tuple[str, str, str], Answer] = BoundedCache(GENERATED_CACHE_SIZE)
         self.warnings: list[Problem] = []
-        self.not_found_gaps: dict[str, str] = {}  # operation -> why its undeclared 404 is the description's gap
+        # operation -> status -> why it may answer that status undeclared: the description's gap, said once
+        self.gaps: dict[str, dict[int, str]] = {}
         # (operation, response key, media type) -> name -> example, as served: without `writeOnly` properties
         self._examples: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._fitting: set[tuple[str, str, str, str]] = set()  # (operation, response, media type, example name)
@@ -159,6 +160,8 @@ class Answers:
                 continue
             self.fixtures[op_id] = self._compile(op, located, fixtures, sealer)
         self._prepare_live()
+        for op in spec.operations.values():
+            self._check_bad_request(op, fixtures)
         # the operations whose answer reads or writes a written collection: each of their calls asks the store
         self.stored = frozenset(op_id for op_id, fixture in self.fixtures.items() if self._asks_store(fixture))
 
@@ -209,7 +212,7 @@ class Answers:
         kind = next((k for k in WRITES if k in config), None)
         if kind is not None:
             result.write = self._write(op, kind, located, fixtures)
-        self._check_not_found(op, result, located)
+        self._check_undeclared(op, result, located)
         for i, raw in enumerate(config.get("respond", [])):
             origin = f"{located.doc.path}:{located.doc.line(pointer_join(located.pointer, 'respond', i))}"
             template = AnswerTemplate.of(raw, origin)
@@ -261,7 +264,8 @@ class Answers:
         sent = pick_media_type(op.request_body.content) if op.request_body else None
         write = Write(kind, self.live[collection.name], [Filter(f) for f in raw.get("where", [])], op,
                       self.generator, [], (sent.schema.node, sent.schema.uri) if sent and sent.schema else None,
-                      action, raw.get("set") or {})
+                      action, raw.get("set") or {},
+                      conflict=400 if not op.declares(409) and op.declares(400) else 409)
         if media and media.schema and not action:
             write.answer = None if many else (media.schema.node, media.schema.uri)
             write.checks.append((op.id, media.schema.validator, (lambda item: [item]) if many else write.shown))
@@ -288,27 +292,53 @@ class Answers:
                                                  f"{error.message}", str(error.validator), "search"))
         return search
 
-    def _check_not_found(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
+    def _check_undeclared(self, op: Operation, fixture: OperationFixture, located: Located) -> None:
         """An item the request names may be missing (an unknown id): its status, 404, is answered within the
-        operation's `4XX` or `default` response where it declares no 404; where it declares neither, it is
-        answered all the same and said once, at start-up, as the description's gap. So is a list's 400 for a
-        cursor the mock did not issue."""
-        if fixture.listing is not None and not fixture.listing.bare and not op.declares(400):
-            self.warnings.append(located.problem(
-                f"{op.id} declares no 400 (nor 4XX, nor default), yet a {fixture.listing.cursor_param} it is sent "
-                "may not be one the mock issued: answered 400 all the same; the description should declare it",
-                "responses"))
+        operation's `4XX` or `default` response where it declares no 404. A create whose body may carry the key
+        may name an item that exists already: 409, as a real server answers a conflict (its declared 400 where
+        it declares that alone). Where it declares none of them, the status is answered all the same and said
+        once, at start-up, as the description's gap."""
+        write = fixture.write
         if fixture.item is not None:
             collection, status = fixture.item.collection, fixture.item.status or 404
-        elif fixture.write is not None and fixture.write.kind != "create":
-            collection, status = fixture.write.live.collection, 404
+        elif write is not None and write.kind != "create":
+            collection, status = write.live.collection, 404
+        elif write is not None and self._sends_key(write):
+            collection, status = write.live.collection, write.conflict
         else:
             return
         if not op.declares(status):
-            self.not_found_gaps[op.id] = (f"{op.id} declares no {status} (nor 4XX, nor default), yet a "
-                                          f"{singular(collection.name)} it names may not exist: answered {status} "
-                                          "all the same; the description should declare it")
-            self.warnings.append(located.problem(self.not_found_gaps[op.id], "responses"))
+            why = "it names may not exist" if status == 404 else \
+                f"it creates may be sent with a {', '.join(collection.key)} another has already"
+            self.gaps.setdefault(op.id, {})[status] = _undeclared(op, status, f"a {singular(collection.name)} {why}")
+            self.warnings.append(located.problem(self.gaps[op.id][status], "responses"))
+
+    def _check_bad_request(self, op: Operation, fixtures: FixtureSet) -> None:
+        """A 400 the operation declares not (nor `4XX`, nor `default`) is answered all the same, as the
+        description's gap: to a request that breaks the description where it declares no 422 either (not said
+        at start-up: many descriptions declare no error at all), and to a list's cursor the mock did not issue
+        (said at start-up)."""
+        if op.declares(400):
+            return
+        reasons = ["a request may break its parameters or body"] if (
+            op.parameters or op.request_body) and invalid_request_status(op) == 400 else []
+        fixture = self.fixtures.get(op.id)
+        if fixture is not None and fixture.listing is not None and not fixture.listing.bare:
+            reasons.append(f"a {fixture.listing.cursor_param} it is sent may not be one the mock issued")
+            self.warnings.append(fixtures.operations[op.id].problem(_undeclared(op, 400, reasons[-1]), "responses"))
+        if reasons:
+            self.gaps.setdefault(op.id, {})[400] = _undeclared(op, 400, ", or ".join(reasons))
+
+    def _sends_key(self, write: Write) -> bool:
+        """Whether a create's body may carry the key of the item (a name the client chooses), or of each item of
+        an array."""
+        if write.body is None:
+            return False
+        node, uri = self.walk.deref(*write.body)
+        if isinstance(node, dict) and node.get("type") == "array":
+            node, uri = self.walk.items(node, uri)
+        return any(key in (part.get("properties") or {}) for part, _ in self.walk.parts(node, uri)
+                   for key in write.live.collection.key)
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
@@ -825,3 +855,9 @@ def _closed_properties(parts: list[tuple[dict[str, Any], str]]) -> frozenset[str
             "patternProperties" in part for part, _ in parts):
         return None
     return frozenset(name for part, _ in parts for name in part.get("properties") or {})
+
+
+def _undeclared(op: Operation, status: int, why: str) -> str:
+    """What a status the mock answers where the operation declares none says: the description's gap."""
+    return (f"{op.id} declares no {status} (nor 4XX, nor default), yet {why}: answered {status} all the same; "
+            "the description should declare it")

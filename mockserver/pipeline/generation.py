@@ -257,6 +257,9 @@ class _Facets:
     pattern_props: list[tuple[str, _Loc]] = field(default_factory=list)
     additional: list[_Loc] | None = None
     names: list[_Loc] = field(default_factory=list)  # `propertyNames`: what every key must be
+    # each part of an `allOf` closed by `additionalProperties: false`: the names and patterns it declares, the
+    # only keys it lets in (a sibling part's optional property is left out: Kindgi's `MemoryErasureCreated`)
+    closed: list[tuple[frozenset[str], list[str]]] = field(default_factory=list)
     min_props: int = 0
     max_props: int | None = None
 
@@ -444,6 +447,8 @@ def _merge_object(f: _Facets, s: dict[str, Any], loc: _Loc) -> None:
         f.pattern_props.append((regex, loc.child(sub, f"patternProperties/{escape_token(regex)}")))
     if "additionalProperties" in s:
         f.additional = (f.additional or []) + [loc.child(s["additionalProperties"], "additionalProperties")]
+        if s["additionalProperties"] is False:
+            f.closed.append((frozenset(s.get("properties") or {}), list(s.get("patternProperties") or {})))
     if "propertyNames" in s:
         f.names.append(loc.child(s["propertyNames"], "propertyNames"))
     if "minProperties" in s:
@@ -956,7 +961,9 @@ class SchemaGenerator:
     def _gen_object(self, f: _Facets, run: _Run, depth: int) -> dict[str, Any]:
         minimal = depth > self._max_depth
         names = list(f.required)
-        optional = [n for n in f.props if n not in names and all(loc.schema is not False for loc in f.props[n])]
+        optional = [n for n in f.props if n not in names and all(loc.schema is not False for loc in f.props[n])
+                    and all(n in declared or any(_search(r, n, f.where) for r in regexes) for declared, regexes in
+                            f.closed)]
         if minimal:  # past the depth limit, the declared properties that end there still fill the object
             optional = [n for n in optional if self._leaf(self._key_parts(n, f), depth + 1)]
         if run.static:

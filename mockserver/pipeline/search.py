@@ -80,6 +80,8 @@ class Search:
         value = body.get(name)
         if value is None:
             return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # `1.0` is an integer to JSON Schema, so the body's validation let it in
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise MockError(400, f"{self.operation_id}: the body's {name!r} must be a whole number of items",
                             details={"violations": [{"parameter": "body", "in": "body", "pointer": f"/{name}",

@@ -797,6 +797,7 @@ class Write:
     answers_item: bool = False  # an action whose answer is the items' schema: it answers the item changed
     done: dict[str, str] = field(default_factory=dict)  # the values of its own answer that say it was done
     answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
+    conflict: int = 409  # a create's status for a key the client chose that an item has already
 
     def changed(self, body: Any) -> list[str]:
         """The item's fields an action changes with this body."""
@@ -843,8 +844,7 @@ class Write:
                 key = live.key_of(item)
                 if key in view.items or key in made:
                     shown = ", ".join(f"{k}={item.get(k)!r}" for k in live.collection.key)
-                    raise MockError(409 if self.op.declares(409) else 400,
-                                    f"a {singular(live.name)} with {shown} exists already",
+                    raise MockError(self.conflict, f"a {singular(live.name)} with {shown} exists already",
                                     details={k: item.get(k) for k in live.collection.key})
                 if len(view.items) + len(made) >= live.limit:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "

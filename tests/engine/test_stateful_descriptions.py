@@ -119,6 +119,21 @@ def test_a_v2_family_is_its_own_collection_keyed_by_the_parameter_its_item_opera
         "name"]
 
 
+def test_a_collection_whose_create_answers_an_array_is_keyed_by_its_items_field_not_the_parameters_name():
+    client = stateful("nested_keys.yaml")
+    made = client.post("/boards/b1/pins", json=[{"title": "a"}, {"title": "b"}])
+    assert made.status_code == 201, made.data
+    first, second = body(made)
+    assert uuid.UUID(first["id"]) and uuid.UUID(second["id"]) and "pin_id" not in first
+    assert client.post("/boards/b1/pins", json=[{"title": "c"}]).status_code == 201  # no key None made twice
+    assert client.patch(f"/boards/b1/pins/{first['id']}", json={"title": "A"}).status_code == 204
+    assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 204
+    assert [p["title"] for p in body(client.get("/boards/b1/pins"))] == ["A", "c"]
+    assert client.delete(f"/boards/b1/pins/{second['id']}").status_code == 404
+    reordered = client.post("/boards/b1/pins/reorder", json={"ids": []})  # an action answering pins: generated
+    assert reordered.status_code == 200 and len(body(client.get("/boards/b1/pins"))) == 2, reordered.data
+
+
 def test_a_read_by_another_field_of_the_items_reads_the_same_items():
     client = stateful("families.yaml")
     made = body(client.post("/concurrency_limits/", json={"tag": "db", "concurrency_limit": 2}))
@@ -158,6 +173,21 @@ def test_an_unknown_id_takes_the_declared_default_and_an_undeclared_404_is_said_
     assert [m for m in warnings if "declares no 404" in m] == [
         "deleteTag declares no 404 (nor 4XX, nor default), yet a tag it names may not exist: answered 404 all the "
         "same; the description should declare it"]
+
+
+def test_a_key_the_client_chose_twice_is_a_conflict_and_an_undeclared_409_is_said_once_at_start_up():
+    client = stateful("conflicts.yaml")
+    made = client.post("/pools", json={"name": "default"})
+    assert made.status_code == 201, made.data
+    again = client.post("/pools", json={"name": "default"})
+    assert again.status_code == 409 and "a pool with name='default' exists already" in again.get_data(as_text=True)
+    assert body(client.get("/pools/default")) == body(made)  # the first is kept, not overwritten
+    assert client.post("/queues", json={"name": "default"}).status_code == 201
+    assert client.post("/queues", json={"name": "default"}).status_code == 400  # its declared error status
+    warnings = [p.message for p in client.application.extensions["mockserver"].pipeline.warnings]
+    assert [m for m in warnings if "declares no 409" in m] == [
+        "createPool declares no 409 (nor 4XX, nor default), yet a pool it creates may be sent with a name another "
+        "has already: answered 409 all the same; the description should declare it"]
 
 
 def test_an_empty_cursor_is_the_first_page_and_an_undeclared_400_for_a_foreign_cursor_is_said_once_at_start_up():
@@ -205,6 +235,15 @@ def test_a_search_in_the_body_answers_the_collection_filtered_sorted_and_windowe
     assert body(client.post("/flows/count", json={})) == 4
     bad = client.post("/flows/filter", json={"limit": -1})
     assert bad.status_code == 400 and "limit" in bad.get_data(as_text=True)
+
+
+def test_a_search_windowed_by_a_whole_number_written_with_a_fraction_answers_as_its_schemas_integer_allows():
+    client = stateful("searches.yaml")
+    flows(client, "beta", "alpha", "gamma")
+    windowed = client.post("/flows/filter", json={"limit": 1.0, "offset": 1.0})  # `integer` in JSON Schema
+    assert windowed.status_code == 200, windowed.data
+    assert [f["name"] for f in body(windowed)] == ["alpha"]
+    assert client.post("/flows/filter", json={"limit": 1.5}).status_code == 400  # refused by the schema
 
 
 def test_an_action_whose_body_names_fields_of_the_item_updates_them():
@@ -269,11 +308,38 @@ def test_the_contract_of_the_stateful_mock_says_an_undeclared_404_once_as_the_de
                             force=False, stateful=True))
     delete = result.operations["DELETE /tags/{id}"]
     assert delete.statuses[404] > 0 and not delete.findings, delete.findings  # unknown ids were deleted
-    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+    assert [n for n in result.notes if n.startswith("the description's gap") and "deleteTag" in n] == [
         "the description's gap, not the mock's: deleteTag declares no 404 (nor 4XX, nor default), yet a tag it "
         f"names may not exist: answered 404 all the same; the description should declare it ({delete.statuses[404]} "
         "answers of DELETE /tags/{id})"]
     assert not result.operations["GET /tags/{id}"].findings  # its 404 is within its declared `default`
+
+
+def test_the_contract_says_a_400_for_invalid_data_where_no_error_is_declared_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "undeclared.yaml", None, phases=["coverage"], max_examples=2, seed=8,
+                            coverage_cap=5, force=False, stateful=True, mode="negative"))
+    create = result.operations["POST /tags"]
+    assert create.statuses[400] > 0 and not create.findings, create.findings  # bodies that break the schema
+    assert [n for n in result.notes if "createTags" in n] == [
+        "the description's gap, not the mock's: createTags declares no 400 (nor 4XX, nor default), yet a request "
+        "may break its parameters or body: answered 400 all the same; the description should declare it "
+        f"({create.statuses[400]} answers of POST /tags)"]
+
+
+def test_the_contract_of_the_stateful_mock_says_an_undeclared_409_for_a_key_taken_once_as_the_descriptions_gap():
+    from mockserver.contract.runner import RunOptions, run
+
+    result = run(RunOptions(DATA / "conflicts.yaml", None, phases=["examples", "coverage"], max_examples=2, seed=8,
+                            force=False, stateful=True, mode="positive"))
+    create = result.operations["POST /pools"]
+    assert create.statuses[409] > 0 and not create.findings, create.findings  # the name was sent again
+    assert [n for n in result.notes if n.startswith("the description's gap")] == [
+        "the description's gap, not the mock's: createPool declares no 409 (nor 4XX, nor default), yet a pool it "
+        "creates may be sent with a name another has already: answered 409 all the same; the description should "
+        f"declare it ({create.statuses[409]} answers of POST /pools)"]
+    assert not result.operations["POST /queues"].findings  # its 400 is declared
 
 
 FLOWS = """\

@@ -10,7 +10,7 @@ from mockserver import create_app
 from mockserver.spec.secrets import mask
 from mockserver.state.journal import Journal
 from mockserver.state.memory import MemoryStore
-from mockserver.web.app import pipeline_of
+from mockserver.web.app import MOCK_KEY, pipeline_of
 
 
 def test_the_journal_records_what_was_asked_and_answered(kindgi):
@@ -129,3 +129,4 @@ def test_a_journal_on_redis_reads_what_was_sent_and_keeps_each_long_body_once(re
     exchange("POST", "/pets", s1, {"name": LONG_NAME, "kind": "cat"})  # a body this process sent before the reset
     assert journal(s1) == sent[-1:] and journal() == sent[-1:] and bodies_held() == 2
     store.close()
+    client.application.extensions[MOCK_KEY].pipeline.store.close()

@@ -76,6 +76,7 @@ BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent a
 # a journal entry's body longer than this is sent to Redis once and kept by its digest, entries naming it (the first
 # page's 15.8 kB answer was 16.4 kB sent to Redis per request); a shorter one costs less sent along in its entry
 INLINE_BODY = 256
+CALL_TEXTS = 4096  # the calls whose JSON a process's writer keeps made
 HELD_BODIES = 256  # the long bodies a process remembers Redis holds (at most 4 MB: 16 kB each), so it sends them once
 # what the writer queues: a call (journal entry, coverage call, session) or one exchange's drift kinds
 Queued = tuple[Entry, Call, str | None] | Mapping[str, dict[str, Any]]
@@ -434,6 +435,8 @@ class RedisStore(Store):
             self._dropped = 0
             # body -> digest of the long bodies Redis took from this process's writer (its thread alone uses it)
             self._held: BoundedCache[bytes, str] = BoundedCache(HELD_BODIES)
+            # a call as JSON: the same request is the same call (json.dumps of it was 14 % of the writer's samples)
+            self._call_texts: BoundedCache[Call, str] = BoundedCache(CALL_TEXTS)
             self._ready = threading.Event()  # set once the listener subscribed, or found Redis away
             self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
             self._listener.start()
@@ -540,8 +543,8 @@ class RedisStore(Store):
                 if isinstance(item, tuple):
                     entry, call, session = item
                     request, response = self._name(entry.request_body, named), self._name(entry.response_body, named)
-                    calls += [session or "", _entry_bytes(entry, not request, not response), _call_json(call),
-                              request, response]
+                    calls += [session or "", _entry_bytes(entry, not request, not response),
+                              self._call_texts.made(call, partial(_call_json, call)), request, response]
                 else:
                     drift.append(len(item))
                     for kind, row in item.items():

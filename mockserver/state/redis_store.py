@@ -502,8 +502,8 @@ class RedisStore(Store):
                 self._book = book
         elif kind == "flush":
             self._flush_local(ACK_WAIT_S)
-        if token:
-            ack = self._redis.pipeline()
+        if token:  # one round trip, no transaction: the broadcaster deletes the list, the expiry only guards a lost one
+            ack = self._redis.pipeline(transaction=False)
             ack.rpush(self._k("ack|" + token), 1)
             ack.expire(self._k("ack|" + token), 10)
             ack.execute()

@@ -7,8 +7,9 @@ What each piece costs on the request path, and why:
 - a matching scenario is counted by a Lua script (read, compare, increment in one step), so `times: N` fires
   exactly N times across every process.
 - journal entries, coverage counts and the proxy's drift counts are queued and written by a background thread in
-  batches (a stream with a length cap per scope, hashes of counts); a reader first asks every process to write
-  what it queued.
+  batches (a stream with a length cap per scope, hashes of counts; a long body sent and kept once, by its digest,
+  however many entries name it); a reader first asks every process to write what it queued.
+- a read of a written collection is one round trip (a script: nothing when its version is still the one held).
 - every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
   answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
   noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API

@@ -202,10 +202,18 @@ if #names == 0 then return {found, {}, {}} end
 return {found, names, redis.call('HMGET', KEYS[2], unpack(names))}
 """
 
-# one session's journal and coverage forgotten (ARGV[1] the prefix, ARGV[2] the session), the bodies only its
-# entries named with them
+# one session's journal and coverage forgotten (ARGV[1] the prefix, ARGV[2] the session), with the bodies only its
+# entries named; or ('' for the session) every journal, coverage count and body, in one step with the sessions'
+# (a batch written between reading the sessions and deleting would leave a session's entries naming no body)
 _CLEAR = _RELEASE + """
 local p, session = ARGV[1], ARGV[2]
+if session == '' then
+  redis.call('DEL', p .. 'journal', p .. 'calls', p .. 'uncounted', p .. 'bodies', p .. 'body-refs')
+  for _, s in ipairs(redis.call('ZRANGE', p .. 'sessions', 0, -1)) do
+    redis.call('DEL', p .. 'journal|' .. s, p .. 'calls|' .. s)
+  end
+  return
+end
 local key = p .. 'journal|' .. session
 release(p, redis.call('XRANGE', key, '-', '+'))
 redis.call('DEL', key, p .. 'calls|' .. session)
@@ -380,7 +388,7 @@ class RedisStore(Store):
             self._hit = self._redis.register_script(_HIT)
             self._append = self._redis.register_script(_APPEND)
             self._read_journal = self._redis.register_script(_READ)
-            self._clear_session = self._redis.register_script(_CLEAR)
+            self._clear = self._redis.register_script(_CLEAR)
             self._count_drift = self._redis.register_script(_DRIFT)
             self._read_live = self._redis.register_script(_LIVE)
             self._write_live = self._redis.register_script(_WRITE)
@@ -780,12 +788,7 @@ class RedisStore(Store):
         return {_call(raw): int(n) for raw, n in counts.items()}, int(uncounted or 0)
 
     def clear(self, session: str | None) -> None:
-        if session is not None:
-            self._guarded(lambda: self._clear_session(args=[self._prefix, session]))
-            return
-        scoped = [self._k(f"{kind}|{s}") for s in self.sessions() for kind in ("journal", "calls")]
-        self._guarded(lambda: self._redis.delete(self._k("journal"), self._k("calls"), self._k("uncounted"),
-                                                 self._k("bodies"), self._k("body-refs"), *scoped))
+        self._guarded(lambda: self._clear(args=[self._prefix, session or ""]))
 
     def drift(self) -> DriftCounts:
         counts, rows, totals = self._guarded(lambda: self._redis.pipeline().hgetall(self._k("drift")).hgetall(

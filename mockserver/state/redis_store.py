@@ -811,7 +811,7 @@ class RedisStore(Store):
     def _changed(self, keys: list[str], known: str | None) -> Rows | None:
         """The rows changed since `known` (all of them when it is no version of theirs), None when none did: one
         round trip either way (a read that first asked for the version made two whenever another write came
-        between, a third of the reads of the mixed load)."""
+        between: more than a third of the reads of the mixed load)."""
         epoch, _, number = (known or "").rpartition(".")
         answer = self._guarded(lambda: self._read_live(
             keys=keys, args=[known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]))

@@ -10,6 +10,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -550,6 +551,23 @@ def test_the_dashboard_shows_the_written_collections_and_its_reset_undoes_the_wr
 WHOLE_READS = {"HGETALL", "HKEYS", "HVALS", "HSCAN", "ZRANGE", "ZRANGEBYSCORE", "SMEMBERS", "SCAN", "KEYS"}
 
 
+def watched(monitor: redis.Redis, key: str, call: Callable[[], Any], sent: bool = False) -> tuple[Any, list[str]]:
+    """The answer to a call, and the commands Redis ran on a key meanwhile, by name (with `sent`: only those a
+    client sent, not those a script ran)."""
+    with monitor.monitor() as seen:
+        response = call()
+        assert response.status_code < 300, response.data
+        marker = uuid.uuid4().hex
+        monitor.echo(marker)
+        names: list[str] = []
+        for command in seen.listen():
+            if marker in command["command"]:
+                return response, names
+            if key in command["command"] and not (sent and command["client_type"] == "lua"):
+                names.append(command["command"].split(" ", 1)[0].upper())
+    raise AssertionError("MONITOR ended")
+
+
 @pytest.mark.slow  # a redis-server
 def test_a_write_sends_redis_the_same_commands_at_10_and_at_1000_items(redis_url):
     """A create, an update and a delete each cost Redis the same commands whatever the collection holds, and none
@@ -566,27 +584,14 @@ def test_a_write_sends_redis_the_same_commands_at_10_and_at_1000_items(redis_url
         found = body(client.get("/__mock/collections?session=growth"))["collections"]
         return next(c["count"] for c in found if c["name"] == "pets")
 
-    def watched(call: Callable[[], Any]) -> tuple[Any, list[str]]:
-        """The answer to a call, and the commands Redis ran on the session's written pets meanwhile, by name."""
-        with monitor.monitor() as seen:
-            response = call()
-            assert response.status_code < 300, response.data
-            marker = uuid.uuid4().hex
-            monitor.echo(marker)
-            names: list[str] = []
-            for command in seen.listen():
-                if marker in command["command"]:
-                    return response, names
-                if "live|growth|pets" in command["command"]:
-                    names.append(command["command"].split(" ", 1)[0].upper())
-        raise AssertionError("MONITOR ended")
-
     def commands() -> list[list[str]]:
         """What a create, an update and a delete of a pet cost Redis."""
-        created, create = watched(lambda: client.post("/pets", json={"name": "Zed"}, headers=session))
+        created, create = watched(monitor, PETS_OF_GROWTH, lambda: client.post("/pets", json={"name": "Zed"},
+                                                                                headers=session))
         pet = body(created)["id"]
-        _, update = watched(lambda: client.patch(f"/pets/{pet}", json={"name": "Zoe"}, headers=session))
-        _, delete = watched(lambda: client.delete(f"/pets/{pet}", headers=session))
+        _, update = watched(monitor, PETS_OF_GROWTH, lambda: client.patch(f"/pets/{pet}", json={"name": "Zoe"},
+                                                                          headers=session))
+        _, delete = watched(monitor, PETS_OF_GROWTH, lambda: client.delete(f"/pets/{pet}", headers=session))
         return [create, update, delete]
 
     fill(10)
@@ -598,3 +603,25 @@ def test_a_write_sends_redis_the_same_commands_at_10_and_at_1000_items(redis_url
     assert small == large
     assert all(names and not WHOLE_READS & set(names) for names in large), large
     app.extensions[MOCK_KEY].pipeline.store.close()
+
+
+PETS_OF_GROWTH = "live|growth|pets"
+
+
+@pytest.mark.slow  # a redis-server
+def test_a_read_of_a_written_collection_is_one_round_trip_to_redis_whether_it_changed_or_not(redis_url):
+    """A read asks Redis once for what changed since the version it holds, be it nothing or another process's
+    write: seen with MONITOR on a real redis-server, two apps standing for two processes."""
+    reader, writer = (create_app(SPEC, FIXTURES, state=redis_url) for _ in range(2))
+    session = {"X-Mock-Session": "growth"}
+    monitor = redis.Redis.from_url(redis_url.split("?")[0])
+    assert writer.test_client().post("/pets", json={"name": "Ann"}, headers=session).status_code == 201
+    assert len(body(reader.test_client().get("/pets", headers=session))["data"]) == 4  # the view it holds
+    read = partial(reader.test_client().get, "/pets", headers=session)
+    _, unchanged = watched(monitor, PETS_OF_GROWTH, read, sent=True)
+    assert writer.test_client().post("/pets", json={"name": "Bo"}, headers=session).status_code == 201
+    listed, changed = watched(monitor, PETS_OF_GROWTH, read, sent=True)
+    assert len(body(listed)["data"]) == 5
+    assert unchanged == changed == ["EVALSHA"]
+    for app in (reader, writer):
+        app.extensions[MOCK_KEY].pipeline.store.close()

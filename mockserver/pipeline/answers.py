@@ -354,6 +354,9 @@ class Answers:
                          .values()) or found.get("create", [])[:1]
             live.schema = reads[0] if reads else None
             live.prepare(walk, self.write_only, self.generator, bodies.get(name), reads, formats)
+        for fixture in self.fixtures.values():
+            if fixture.write is not None:
+                fixture.write.prepare()
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
             if fixture.search is not None and fixture.search.collection.name in self.live:
                 fixture.search.fields |= self.live[fixture.search.collection.name].fields

@@ -48,9 +48,11 @@ log = logging.getLogger("mockserver")
 GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
 VIEWS_CACHE_SIZE = 1024  # scopes whose view of a collection is cached; beyond, they are built again
+COMPLETER_CACHE_SIZE = 4096  # schemas whose parts and properties the `Completer` keeps
 _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
 
 Schema = tuple[Any, str]  # a schema node and its URI
+Parts = list[tuple[dict[str, Any], str]]
 Check = tuple[str, Any, Callable[[Any], Any]]  # an operation, the validator of its answer, what makes that answer
 Quick = tuple[Any, Callable[[Any], Any]]  # a check's validator rooted at its schema (`direct`), and its wrap
 
@@ -581,6 +583,10 @@ def _fits(served: dict[str, Any], checks: list[Quick]) -> bool:
     return True
 
 
+def _ids(schemas: list[Schema] | Parts) -> tuple[tuple[int, str], ...]:
+    return tuple((id(node), uri) for node, uri in schemas)
+
+
 def _row_rank(row: dict[str, Any], op_id: str) -> list[int]:
     """A written item's rank in a list; in a list added since it was written: at the end, in creation order."""
     return row["ranks"].get(op_id) or [1 << 62, row["seq"]]
@@ -722,6 +728,11 @@ class Completer:
 
     walk: SchemaWalk
     generator: SchemaGenerator
+    # what the schemas alone decide, worked out once (each entry holds its schemas: its key is their ids)
+    _applying: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, Parts]] = field(
+        default_factory=lambda: BoundedCache(COMPLETER_CACHE_SIZE))
+    _properties: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, dict[str, list[Schema]]]] = field(
+        default_factory=lambda: BoundedCache(COMPLETER_CACHE_SIZE))
 
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
@@ -771,18 +782,34 @@ class Completer:
                 result[name] = copy.deepcopy(made)
         return result
 
-    def properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
-        """The properties the parts declare, each with every schema that declares it."""
+    def properties(self, parts: Parts) -> dict[str, list[Schema]]:
+        """The properties the parts declare, each with every schema that declares it (not to be changed: it is
+        made once per parts)."""
+        return self._properties.made(_ids(parts), lambda: (tuple(parts), self._declared(parts)))[1]
+
+    def _declared(self, parts: Parts) -> dict[str, list[Schema]]:
         props: dict[str, list[Schema]] = {}
         for part, uri in parts:
             for name, node in (part.get("properties") or {}).items():
                 props.setdefault(name, []).append(self.walk.deref(node, below(uri, "properties", name)))
         return props
 
-    def applying(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+    def applying(self, value: Any, schemas: list[Schema]) -> Parts:
         """The parts of the schemas that apply to the value: through `$ref` and `allOf`, and of each `anyOf`
-        and `oneOf` the branch that fits the value best (`_fit`)."""
-        found: list[tuple[dict[str, Any], str]] = []
+        and `oneOf` the branch that fits the value best (`_fit`); found once for schemas without such branches,
+        where the value makes no difference."""
+        key = _ids(schemas)
+        known = self._applying.get(key)
+        if known is not None:
+            return list(known[1])
+        found = self._applying_to(value, schemas)
+        if not any(node.get("anyOf") or node.get("oneOf") for node, _ in found):
+            self._applying.put(key, (tuple(schemas), found))
+            return list(found)
+        return found
+
+    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> Parts:
+        found: Parts = []
         for schema in schemas:
             node, uri = self.walk.deref(*schema)
             if not isinstance(node, dict) or depth > _MAX_DEPTH:
@@ -793,7 +820,7 @@ class Completer:
                 branches = [(sub, below(uri, key, i)) for i, sub in enumerate(node.get(key) or [])]
                 if branches:
                     subs.append(max(branches, key=lambda branch: self._fit(value, branch)))
-            found += self.applying(value, subs, depth + 1)
+            found += self._applying_to(value, subs, depth + 1)
         return found
 
     def _fit(self, value: Any, branch: Schema) -> int:

@@ -527,7 +527,10 @@ class Answers:
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
         pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
-        return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
+        # every item it may serve was checked against this answer's schema: at start-up (the fixtures' items) or as
+        # written (`LiveCollection.check`)
+        return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin,
+                      prechecked=True)
 
     def collections(self, session: str | None, shown: int = 100) -> list[dict[str, Any]]:
         """The collections operations write to, as a session (None: the whole mock) sees them now: for the

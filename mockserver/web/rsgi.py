@@ -10,9 +10,7 @@ worker's threads (`threads`): the control API and its pages (Flask's WSGI app, m
 count, a written collection's rows: `Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never
 a 404 or a preflight. The control API has threads of its own, apart from the answers': on Redis a journal read or a
 scenario set waits until every process has answered it, and under a test farm's mixed load those waits held half
-of the threads the answers were queued for. On the memory store the control API never waits, so it answers on the
-loop too: handed to a thread, its call and the loop took turns at the GIL, and each turn could hold the loop's
-answers for the interpreter's switch interval (5 ms), which showed in the mixed load's p99.
+of the threads the answers were queued for.
 A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
 are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
 deadline answers it 408; beyond the cap a request is answered 503 `mock-busy` at once instead of waiting."""
@@ -24,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.errors import MockError
@@ -51,8 +48,6 @@ class MockRSGI:
         self.mock = mock
         self.mounts = mounts
         self.control = control
-        # a control call may wait (on a store shared with other processes) only where some API's store is shared
-        self._control_waits = any(app.pipeline.store.shared for app in (mounts.mocks.values() if mounts else [mock]))
         # made in the worker, after the fork (serving._worker_app); their threads start on first use
         self._control_pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver-control")
         self._answer_pool = ThreadPoolExecutor(threads, thread_name_prefix="mockserver")
@@ -86,8 +81,8 @@ class MockRSGI:
                 return
         script, path_info = mounted(scope.path) if self.control is not None else (None, "")
         if script is not None:
-            call = (partial(_in, self._control_pool) if self._control_waits else _now)
-            status, out, chunks = await call(_wsgi_call, self.control, scope, script, path_info, request)
+            status, out, chunks = await _in(self._control_pool, _wsgi_call, self.control, scope, script, path_info,
+                                            request)
             proto.response_bytes(status, out, chunks)
             return
         if mock is None:

@@ -401,6 +401,9 @@ class Answers:
                          .values()) or found.get("search", [])[:1] or found.get("create", [])[:1]
             live.schema = reads[0] if reads else None
             live.prepare(walk, self.write_only, self.generator, bodies.get(name), reads, formats)
+        for fixture in self.fixtures.values():
+            if fixture.write is not None:
+                fixture.write.prepare()
         for fixture in self.fixtures.values():  # a count's answer names no field: the reads' items do
             if fixture.search is not None and fixture.search.collection.name in self.live:
                 fixture.search.fields |= self.live[fixture.search.collection.name].fields
@@ -578,7 +581,10 @@ class Answers:
         assert fixture.item is not None  # `decide` names a fixture with a list, an item, a write or an answer
         live = self.live.get(fixture.item.collection.name)
         pairs = live.pairs(live.view(self.store, ctx.session), ctx, fixture.item.where) if live else None
-        return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin)
+        # every item it may serve was checked against this answer's schema: at start-up (the fixtures' items) or as
+        # written (`LiveCollection.check`)
+        return Answer(status, fixture.item.find(ctx, pairs), media_type, "fixture", origin=fixture.origin,
+                      prechecked=True)
 
     def _acted(self, op: Operation, ctx: Context, decision: Decision, key: str, write: Write, served: Any) -> Answer:
         """An action's answer agrees with the item it changed: the item itself where the operation answers the

@@ -20,7 +20,10 @@ DAY = 24 * 60 * 60
 class CursorSealer:
     def __init__(self, secret: str | None = None, *, max_age: int = DAY) -> None:
         secret = secret or secrets.token_hex(32)
-        self._serializer = URLSafeTimedSerializer(secret, salt="mockserver.cursor")
+        # itsdangerous's own SHA-1 is a Python wrapper, which makes `hmac` fall back to its pure-Python HMAC; the
+        # same SHA-1 of hashlib seals the same cursors with OpenSSL's (a third of a page of a written list's cost)
+        self._serializer = URLSafeTimedSerializer(secret, salt="mockserver.cursor",
+                                                  signer_kwargs={"digest_method": hashlib.sha1})
         self._key = hashlib.sha256(f"mockserver.cursor|{secret}".encode()).hexdigest()[:8]  # names the secret
         self.max_age = max_age
 

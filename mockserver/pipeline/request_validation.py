@@ -317,9 +317,9 @@ class RequestValidator:
             return None, [problem]
         if p.schema is None:
             return value, []
-        violations = [Violation(p.name, p.location, instance_pointer(error), str(error.validator),
-                                _message(error.message), error.instance)
-                      for error in iter_errors(p.schema.validator, value)]
+        violations = [] if p.schema.quick.is_valid(value) else [
+            Violation(p.name, p.location, instance_pointer(error), str(error.validator), _message(error.message),
+                      error.instance) for error in iter_errors(p.schema.validator, value)]
         if violations:
             for other in _readings(param, raw, value):
                 if p.schema.validator.is_valid(other):
@@ -401,7 +401,7 @@ class RequestValidator:
             value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
-        if media.schema is not None and self.checks:
+        if media.schema is not None and self.checks and not media.schema.quick.is_valid(value):
             for error in iter_errors(media.schema.validator, value):
                 violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
                                             error.message, error.instance))

@@ -36,7 +36,7 @@ from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
 from ..spec.schema_walk import SchemaWalk, below
-from ..spec.schemas import instance_pointer, iter_errors, json_types
+from ..spec.schemas import direct, instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
 from ..state import UNKNOWN, Rows, RowsUpdate, Store
 from .generation import SchemaGenerator
@@ -48,9 +48,13 @@ log = logging.getLogger("mockserver")
 GAP = 1 << 32  # between two neighbouring ranks: 32 items can be created at one place before a rank grows
 ITEMS_LIMIT = 10_000  # items per collection per session, by default (`--max-items`)
 VIEWS_CACHE_SIZE = 1024  # scopes whose view of a collection is cached; beyond, they are built again
+COMPLETER_CACHE_SIZE = 4096  # schemas whose parts and properties the `Completer` keeps
 _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
 
 Schema = tuple[Any, str]  # a schema node and its URI
+Parts = list[tuple[dict[str, Any], str]]
+Check = tuple[str, Any, Callable[[Any], Any]]  # an operation, the validator of its answer, what makes that answer
+Quick = tuple[Any, Callable[[Any], Any]]  # a check's validator rooted at its schema (`direct`), and its wrap
 
 
 def rank_between(before: list[int] | None, after: list[int] | None) -> list[int]:
@@ -132,12 +136,13 @@ class LiveCollection:
     lists: dict[str, ListQuery] = field(default_factory=dict)
     schema: Schema | None = None
     reads: list[Schema] = field(default_factory=list)  # every schema that serves an item (item reads, list items)
-    checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # operation, validator, wrap
+    checks: list[Check] = field(default_factory=list)
     fills: list[_Fill] = field(default_factory=list)
     fields: frozenset[str] = frozenset()  # the items' top-level properties (an action updates only those)
     cuts: dict[str, frozenset[str]] = field(default_factory=dict)  # list -> all its closed items may hold
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
+    _quick: list[Quick] = field(default_factory=list)  # `checks`, rooted (`prepare`)
     _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
     _copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # `state_type` -> (`state`, `type`)
     _base: View | None = None
@@ -166,6 +171,7 @@ class LiveCollection:
         parameter or body property name, `triggerId` or `projectId` as a uuid), so a client may send it back."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
+        self._quick = quick(self.checks)
         known = formats or {}
         self.reads = reads or ([self.schema] if self.schema is not None else [])
         self.fields = frozenset(name for item in self.collection.items for name in item)
@@ -451,11 +457,11 @@ class LiveCollection:
                 item[name] = item[whole][member]
         return item
 
-    def check(self, item: dict[str, Any], own: list[tuple[str, Any, Callable[[Any], Any]]], sent: Any = None) -> None:
-        """The item must fit every read that can answer it and the write's `own` answer, or the write is the
-        mock's own fault (500) and nothing is stored. The error names the field, the schema branch that came
-        closest, and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the
-        mock made from it, or one it requires that no one gave)."""
+    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None) -> None:
+        """The item must fit every read that can answer it and the write's `own` answer (`own_quick`: the same,
+        rooted), or the write is the mock's own fault (500) and nothing is stored. The error names the field, the
+        schema branch that came closest, and whose the value is: the `request`'s (`sent`, the body), or the
+        `description`'s (a value the mock made from it, or one it requires that no one gave)."""
         served = self.serve(item)
         try:
             to_json(item)  # never store what cannot be served (private fields included)
@@ -464,6 +470,8 @@ class LiveCollection:
             message = unservable_message(pointer, rule)
             raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
+        if _fits(served, [*self._quick, *own_quick]):
+            return
         for op_id, validator, wrap in (*self.checks, *own):
             answer = wrap(served)
             for error in map(_closest, iter_errors(validator, answer)):
@@ -476,19 +484,26 @@ class LiveCollection:
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
 
-    def project(self, served: dict[str, Any], schema: Schema) -> Any:
+    def projection(self, schema: Schema) -> Projection:
+        """How `project` makes an answer of `schema` (at start-up): the properties it declares, and which of them
+        name a key of the items."""
+        completer = self._completer
+        assert completer is not None, "prepare() first"
+        declared = completer.properties(completer.walk.parts(*schema))
+        return Projection(schema, declared, [(key, alias) for key in self.collection.key
+                                             for alias in self.aliases(key) if alias in declared])
+
+    def project(self, served: dict[str, Any], projection: Projection) -> Any:
         """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
         of a publish): the item's own values that the answer declares, a property named for the collection and
         its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up (a
         delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
-        completer = self._completer
+        completer, declared = self._completer, projection.declared
         assert completer is not None, "prepare() first"
-        declared = completer.properties(completer.walk.parts(*schema))
-        named = {alias: served[key] for key in self.collection.key if key in served
-                 for alias in self.aliases(key) if alias in declared and alias not in served}
+        named = {alias: served[key] for key, alias in projection.named if key in served and alias not in served}
         kept = {name: value for name, value in served.items()  # not the item's `object: video` for `video.deleted`
                 if name not in declared or not completer.ruled_out(declared[name], value)}
-        return completer.complete({**kept, **named}, [schema], [])
+        return completer.complete({**kept, **named}, [projection.schema], [])
 
     def aliases(self, key: str) -> tuple[str, str]:
         """The names other operations give a key of the items: `projectId` and `project_id` for a project's `id`."""
@@ -538,6 +553,44 @@ class LiveCollection:
         highest handed out so far, so no later create is given it again, even once this item is deleted."""
         return {fill.name: value for fill in self.fills if fill.kind == "sequence"
                 and _is_int(value := item.get(fill.name)) and value > counters.get(fill.name, 0)}
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A write's answer of another shape than the item's, worked out at start-up (`LiveCollection.projection`)."""
+
+    schema: Schema
+    declared: dict[str, list[Schema]]  # its properties, each with every schema that declares it
+    named: list[tuple[str, str]]  # (a key of the items, the property naming it: `agentId` for an agent's `id`)
+
+
+def quick(checks: list[Check]) -> list[Quick]:
+    return [(direct(validator), wrap) for _, validator, wrap in checks]
+
+
+def _fits(served: dict[str, Any], checks: list[Quick]) -> bool:
+    """Whether the served item fits every check (`LiveCollection.check`'s common case, told at once); an answer
+    checked already against the same schema (a read's item, a write's answer made of the item's very values) is
+    not checked again."""
+    seen: list[tuple[type, int, Any]] = []
+    for validator, wrap in checks:
+        answer = wrap(served)
+        kind, schema = type(validator), id(validator.schema)
+        if not any(k is kind and s == schema and _same(a, answer) for k, s, a in seen):
+            if not validator.is_valid(answer):
+                return False
+            seen.append((kind, schema, answer))
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same answer: one object, or two mappings of the very same values (a projection that kept the item's)."""
+    return a is b or (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+                      and all(a[k] is b[k] for k in a))
+
+
+def _ids(schemas: list[Schema] | Parts) -> tuple[tuple[int, str], ...]:
+    return tuple((id(node), uri) for node, uri in schemas)
 
 
 def _row_rank(row: dict[str, Any], op_id: str) -> list[int]:
@@ -681,6 +734,11 @@ class Completer:
 
     walk: SchemaWalk
     generator: SchemaGenerator
+    # what the schemas alone decide, worked out once (each entry holds its schemas: its key is their ids)
+    _applying: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, Parts]] = field(
+        default_factory=lambda: BoundedCache(COMPLETER_CACHE_SIZE))
+    _properties: BoundedCache[tuple[tuple[int, str], ...], tuple[Any, dict[str, list[Schema]]]] = field(
+        default_factory=lambda: BoundedCache(COMPLETER_CACHE_SIZE))
 
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
@@ -730,18 +788,34 @@ class Completer:
                 result[name] = copy.deepcopy(made)
         return result
 
-    def properties(self, parts: list[tuple[dict[str, Any], str]]) -> dict[str, list[Schema]]:
-        """The properties the parts declare, each with every schema that declares it."""
+    def properties(self, parts: Parts) -> dict[str, list[Schema]]:
+        """The properties the parts declare, each with every schema that declares it (not to be changed: it is
+        made once per parts)."""
+        return self._properties.made(_ids(parts), lambda: (tuple(parts), self._declared(parts)))[1]
+
+    def _declared(self, parts: Parts) -> dict[str, list[Schema]]:
         props: dict[str, list[Schema]] = {}
         for part, uri in parts:
             for name, node in (part.get("properties") or {}).items():
                 props.setdefault(name, []).append(self.walk.deref(node, below(uri, "properties", name)))
         return props
 
-    def applying(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+    def applying(self, value: Any, schemas: list[Schema]) -> Parts:
         """The parts of the schemas that apply to the value: through `$ref` and `allOf`, and of each `anyOf`
-        and `oneOf` the branch that fits the value best (`_fit`)."""
-        found: list[tuple[dict[str, Any], str]] = []
+        and `oneOf` the branch that fits the value best (`_fit`); found once for schemas without such branches,
+        where the value makes no difference."""
+        key = _ids(schemas)
+        known = self._applying.get(key)
+        if known is not None:
+            return list(known[1])
+        found = self._applying_to(value, schemas)
+        if not any(node.get("anyOf") or node.get("oneOf") for node, _ in found):
+            self._applying.put(key, (tuple(schemas), found))
+            return list(found)
+        return found
+
+    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> Parts:
+        found: Parts = []
         for schema in schemas:
             node, uri = self.walk.deref(*schema)
             if not isinstance(node, dict) or depth > _MAX_DEPTH:
@@ -752,7 +826,7 @@ class Completer:
                 branches = [(sub, below(uri, key, i)) for i, sub in enumerate(node.get(key) or [])]
                 if branches:
                     subs.append(max(branches, key=lambda branch: self._fit(value, branch)))
-            found += self.applying(value, subs, depth + 1)
+            found += self._applying_to(value, subs, depth + 1)
         return found
 
     def _fit(self, value: Any, branch: Schema) -> int:
@@ -789,7 +863,7 @@ class Write:
     where: list[Filter]
     op: Operation
     generator: SchemaGenerator
-    checks: list[tuple[str, Any, Callable[[Any], Any]]] = field(default_factory=list)  # its own answer's schema
+    checks: list[Check] = field(default_factory=list)  # its own answer's schema
     body: Schema | None = None  # the request body's schema: what the client may send, and what it may not read
     action: bool | str = False  # an update by the body's members that are fields of the item (or of the body as
     # the field named); the answer is the operation's own (`Answers._acted`), not the item
@@ -798,6 +872,8 @@ class Write:
     done: dict[str, str] = field(default_factory=dict)  # the values of its own answer that say it was done
     answer: Schema | None = None  # the answer's schema, where it may not be an item's (`shown` makes it fit)
     conflict: int = 409  # a create's status for a key the client chose that an item has already
+    _quick: list[Quick] | None = None  # `checks`, rooted (`prepare`)
+    _projection: Projection | None = None  # how `shown` makes an answer of another shape (None: the item's own)
 
     def changed(self, body: Any) -> list[str]:
         """The item's fields an action changes with this body."""
@@ -806,17 +882,23 @@ class Write:
         sent = [k for k in body if k in self.live.fields] if isinstance(body, dict) else []
         return list(dict.fromkeys([*self.sets, *sent]))
 
+    def prepare(self) -> None:
+        """Once the collection is prepared: what every write would otherwise work out again, the checks' validators
+        rooted at their schemas and whether (and how) the answer is made to fit a shape other than the item's."""
+        self._quick = quick(self.checks)
+        if self.answer is not None and not any(self.answer[1] == uri for _, uri in self.live.reads):
+            self._projection = self.live.projection(self.answer)
+
     def shown(self, served: dict[str, Any]) -> Any:
         """The answer to a write of this item: the item as served, or made to fit an answer of another shape."""
-        if self.answer is None or any(self.answer[1] == uri for _, uri in self.live.reads):
-            return served
-        return self.live.project(served, self.answer)
+        return served if self._projection is None else self.live.project(served, self._projection)
 
     def apply(self, ctx: Context, store: Store) -> tuple[Any, dict[str, str]]:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
         a body to answer; a list of them after a create whose body is an array of items), and the headers the
         answer carries."""
-        live, body = self.live, ctx.request.body
+        live, body, own_quick = self.live, ctx.request.body, self._quick
+        assert own_quick is not None, "prepare() first"
         if body is None and self.kind != "delete" and not (self.op.request_body and self.op.request_body.required):
             body = {}  # an optional body left out: nothing sent (openai's `POST /videos` with none)
         batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
@@ -850,7 +932,7 @@ class Write:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                live.check(item, self.checks, sent)
+                live.check(item, self.checks, own_quick, sent)
                 kept.append((key, item))
                 counters.update(live.counted(item, counters))
                 # items of one array that land at one place keep the array's order
@@ -873,7 +955,7 @@ class Write:
             patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
-            live.check(item, self.checks, body)
+            live.check(item, self.checks, own_quick, body)
             kept[-1] = (found, item)
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 

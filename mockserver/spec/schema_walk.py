@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.pointers import pointer_join
 from .schemas import Resolve
 
 _MAX_DEPTH = 32  # of `$ref`s followed for one part of a value (a loop of refs stops there)
+_PARTS = 8192  # schemas whose parts are cached
+Parts = list[tuple[dict[str, Any], str]]
 
 
 class SchemaWalk:
@@ -15,6 +18,7 @@ class SchemaWalk:
 
     def __init__(self, resolve: Resolve | None) -> None:
         self._resolve = resolve
+        self._parts: BoundedCache[tuple[int, str], tuple[Any, Parts]] = BoundedCache(_PARTS)  # each with its node
 
     def deref(self, node: Any, uri: str) -> tuple[Any, str]:
         for _ in range(_MAX_DEPTH):
@@ -23,15 +27,19 @@ class SchemaWalk:
             node, uri = self._resolve(node["$ref"], uri)
         return node, uri
 
-    def parts(self, node: Any, uri: str, depth: int = 0) -> list[tuple[dict[str, Any], str]]:
-        """The schema and those it is made of, where properties and items may be declared."""
+    def parts(self, node: Any, uri: str) -> Parts:
+        """The schema and those it is made of, where properties and items may be declared: found once per schema
+        (a stateful write asks for them at every level of the item, on every write)."""
+        return list(self._parts.made((id(node), uri), lambda: (node, self._parts_of(node, uri)))[1])
+
+    def _parts_of(self, node: Any, uri: str, depth: int = 0) -> Parts:
         node, uri = self.deref(node, uri)
         if not isinstance(node, dict) or depth > _MAX_DEPTH:
             return []
         found = [(node, uri)]
         for key in ("allOf", "oneOf", "anyOf"):
             for index, sub in enumerate(node.get(key) or []):
-                found += self.parts(sub, below(uri, key, index), depth + 1)
+                found += self._parts_of(sub, below(uri, key, index), depth + 1)
         return found
 
     def property(self, node: Any, uri: str, name: str) -> tuple[Any, str]:

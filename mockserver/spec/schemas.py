@@ -129,6 +129,7 @@ _REQUIRED = Draft202012Validator.VALIDATORS["required"]
 _ONE_OF = Draft202012Validator.VALIDATORS["oneOf"]
 _ANY_OF = Draft202012Validator.VALIDATORS["anyOf"]
 _SCALARS = (str, int, float, bool, type(None))
+_MAX_HOPS = 64  # `$ref`s `direct` follows from one to the next (a loop of them stays as it is)
 _BRANCH_FACTS = 65536  # branches whose facts are cached (each entry holds its branch, so its id is never reused)
 
 
@@ -314,6 +315,22 @@ def iter_errors(validator: Draft202012Validator, instance: Any) -> Iterator[Vali
     except RecursionError:
         yield ValidationError("nested too deeply to be checked against its schema (see --max-depth)",
                               validator="depth", instance=instance)
+
+
+def direct(validator: Any) -> Any:
+    """The validator rooted at the schema its chain of `$ref`s leads to, followed once at start-up: the same
+    verdicts without a walk of the document's pointers on every call. Its errors' schema paths start below that
+    chain, so an error is still told by the validator it was made from."""
+    schema, resolver = validator.schema, validator._resolver
+    for _ in range(_MAX_HOPS):
+        if not (isinstance(schema, dict) and schema.keys() == {"$ref"} and isinstance(schema["$ref"], str)):
+            break
+        try:
+            resolved = resolver.lookup(schema["$ref"])
+        except Unresolvable:
+            break  # said when the validator runs, as before
+        schema, resolver = resolved.contents, resolved.resolver
+    return validator.evolve(schema=schema, _resolver=resolver)
 
 
 def _deepest(error: ValidationError) -> ValidationError:

@@ -5,14 +5,30 @@ they are served."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.pointers import pointer_join
 from .documents import RefError
 from .schemas import Resolve
 
 _MAX_DEPTH = 64  # of schemas followed for one value without reaching a deeper instance (a `$ref` loop)
 _CUT: Any = object()  # `_cut`'s default: leave the property out (else: its value replaced by this one)
+_PLANS = 4096  # places of values whose plans are cached
+
+Schemas = list[tuple[Any, str]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What `_cut` does at one place of a value, which its schemas alone decide (not the value): made once per
+    place, not once per value cut there."""
+
+    schemas: tuple[tuple[Any, str], ...]  # held, so that the ids of its nodes, the plan's key, are never another's
+    props: dict[str, Schemas]  # each declared property's schemas
+    cut: frozenset[str]  # the properties declared `writeOnly`
+    items: Schemas  # an array's items' schemas
 
 
 def _write_only(node: dict[str, Any]) -> bool:
@@ -26,6 +42,7 @@ class WriteOnly:
     def __init__(self, resolve: Resolve) -> None:
         self._resolve = resolve
         self._reaches: dict[str, bool] = {}
+        self._plans: BoundedCache[tuple[tuple[int, str], ...], _Plan] = BoundedCache(_PLANS)
 
     def reaches(self, node: Any, uri: str) -> bool:
         """Whether any `writeOnly` keyword is reachable from the schema at `uri` (through `$ref`s too)."""
@@ -70,31 +87,40 @@ class WriteOnly:
             return value
         return self._cut(value, [(node, uri)], "", [], masked)
 
-    def _cut(self, value: Any, schemas: list[tuple[Any, str]], pointer: str, cut: list[str],
-             keep: Any = _CUT) -> Any:
-        flat = self._flatten(schemas)
+    def _cut(self, value: Any, schemas: Schemas, pointer: str, cut: list[str], keep: Any = _CUT) -> Any:
         if isinstance(value, dict):
-            props: dict[str, list[tuple[Any, str]]] = {}
-            for node, uri in flat:
-                for name, sub in (node.get("properties") or {}).items():
-                    props.setdefault(name, []).append((sub, uri))
+            plan = self._plan(schemas)
             result = {}
             for name, item in value.items():
-                subs = props.get(name, [])
-                if any(s.get("writeOnly") is True for s, _ in self._flatten(subs)):
+                if name in plan.cut:
                     cut.append(pointer_join(pointer, name))
                     if keep is not _CUT:
                         result[name] = keep
                     continue
+                subs = plan.props.get(name)
                 result[name] = self._cut(item, subs, pointer_join(pointer, name), cut, keep) if subs else item
             return result
         if isinstance(value, list):
-            items = [(node["items"], uri) for node, uri in flat if isinstance(node.get("items"), dict)]
+            items = self._plan(schemas).items
             return [self._cut(item, items, pointer_join(pointer, i), cut, keep)
                     for i, item in enumerate(value)] if items else value
         return value
 
-    def _flatten(self, schemas: list[tuple[Any, str]]) -> list[tuple[dict[str, Any], str]]:
+    def _plan(self, schemas: Schemas) -> _Plan:
+        return self._plans.made(tuple((id(node), uri) for node, uri in schemas), lambda: self._planned(schemas))
+
+    def _planned(self, schemas: Schemas) -> _Plan:
+        flat = self._flatten(schemas)
+        props: dict[str, Schemas] = {}
+        for node, uri in flat:
+            for name, sub in (node.get("properties") or {}).items():
+                props.setdefault(name, []).append((sub, uri))
+        cut = frozenset(name for name, subs in props.items()
+                        if any(s.get("writeOnly") is True for s, _ in self._flatten(subs)))
+        return _Plan(tuple(schemas), props, cut,
+                     [(node["items"], uri) for node, uri in flat if isinstance(node.get("items"), dict)])
+
+    def _flatten(self, schemas: Schemas) -> list[tuple[dict[str, Any], str]]:
         """The schemas that apply at one place of the value: through `$ref`, `allOf`, `anyOf` and `oneOf`."""
         flat: list[tuple[dict[str, Any], str]] = []
         stack, seen = list(schemas), set[int]()

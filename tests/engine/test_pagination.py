@@ -1,7 +1,7 @@
 import time
 
 import pytest
-from itsdangerous import TimestampSigner
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from mockserver.base.errors import MockError
 from mockserver.pipeline.pagination import CursorSealer
@@ -43,6 +43,17 @@ def test_replicas_sharing_a_secret_accept_each_others_cursors():
     a, b = CursorSealer("shared"), CursorSealer("shared")
     binding = a.binding("op", '{}|{}', "c")
     assert b.open(a.seal(binding, 7), binding) == 7
+
+
+def test_a_replica_of_an_earlier_version_accepts_the_cursors_and_seals_the_same():
+    """Cursors are sealed with hashlib's SHA-1 (OpenSSL's HMAC, issue 35) instead of itsdangerous's own wrapper of
+    it: the same HMAC, so replicas sharing a secret across the upgrade read each other's cursors."""
+    earlier = URLSafeTimedSerializer("shared", salt="mockserver.cursor")  # as an earlier mock sealed them
+    sealer = CursorSealer("shared")
+    binding = sealer.binding("op", '{}|{}', "c")
+    cursor = sealer.seal(binding, [7, 3])
+    assert sealer.open(earlier.dumps(earlier.loads(cursor)), binding, ranked=list) == [7, 3]
+    assert earlier.loads(cursor)["r"] == [7, 3]
 
 
 def test_an_expired_cursor_is_refused(monkeypatch: pytest.MonkeyPatch):

@@ -625,3 +625,33 @@ def test_a_read_of_a_written_collection_is_one_round_trip_to_redis_whether_it_ch
     assert unchanged == changed == ["EVALSHA"]
     for app in (reader, writer):
         app.extensions[MOCK_KEY].pipeline.store.close()
+
+
+def test_a_valid_write_follows_no_ref_chain_per_request(monkeypatch):
+    """The request path only looks up (issue 35): a valid create or PATCH is checked by validators rooted at their
+    schemas at start-up, so it resolves only the `$ref`s inside what it checks (a page's items are `$ref: Pet`, the
+    create's Location header), never the chains of `$ref`s from each request body's and each answer's place in the
+    document to its schema (9 and 8 look-ups, each a walk of the document's pointers, before)."""
+    import referencing._core
+
+    client, session = create_app(SPEC, FIXTURES).test_client(), {"X-Mock-Session": "refs"}
+    first = client.post("/pets", json={"name": "Ada", "kind": "cat"}, headers=session)  # each validator's first use
+    assert client.patch(f"/pets/{body(first)['id']}", json={"tag": "old"}, headers=session).status_code == 200
+    looked_up: list[str] = []
+    lookup = referencing._core.Resolver.lookup
+
+    def counted(self: Any, ref: str) -> Any:
+        looked_up.append(ref)
+        return lookup(self, ref)
+
+    monkeypatch.setattr(referencing._core.Resolver, "lookup", counted)
+    created = client.post("/pets", json={"name": "Bo", "kind": "dog"}, headers=session)
+    assert created.status_code == 201 and body(created)["name"] == "Bo"
+    assert len(looked_up) <= 2, looked_up
+    looked_up.clear()
+    patched = client.patch(f"/pets/{body(first)['id']}", json={"tag": "new"}, headers=session)
+    assert patched.status_code == 200 and body(patched)["tag"] == "new"
+    assert len(looked_up) <= 1, looked_up
+    looked_up.clear()
+    refused = client.patch(f"/pets/{body(first)['id']}", json={"kind": "fish"}, headers=session)
+    assert refused.status_code == 400 and "/kind" in refused.get_data(as_text=True)  # told as before, where

@@ -36,7 +36,7 @@ from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
 from ..spec.schema_walk import SchemaWalk, below
-from ..spec.schemas import direct, instance_pointer, iter_errors, json_types
+from ..spec.schemas import direct, fits, instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
 from ..state import UNKNOWN, Rows, RowsUpdate, Store
 from .generation import SchemaGenerator
@@ -577,7 +577,7 @@ def _fits(served: dict[str, Any], checks: list[Quick]) -> bool:
         answer = wrap(served)
         kind, schema = type(validator), id(validator.schema)
         if not any(k is kind and s == schema and _same(a, answer) for k, s, a in seen):
-            if not validator.is_valid(answer):
+            if not fits(validator, answer):
                 return False
             seen.append((kind, schema, answer))
     return True

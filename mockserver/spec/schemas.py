@@ -317,6 +317,15 @@ def iter_errors(validator: Draft202012Validator, instance: Any) -> Iterator[Vali
                               validator="depth", instance=instance)
 
 
+def fits(validator: Any, instance: Any) -> bool:
+    """Whether a value is valid, for a quick check (`direct`'s validators): a value nested deeper than Python can
+    follow is "not known to fit", so the full validator then says so (`iter_errors`' `depth`)."""
+    try:
+        return bool(validator.is_valid(instance))
+    except RecursionError:
+        return False
+
+
 def direct(validator: Any) -> Any:
     """The validator rooted at the schema its chain of `$ref`s leads to, followed once at start-up: the same
     verdicts without a walk of the document's pointers on every call. Its errors' schema paths start below that

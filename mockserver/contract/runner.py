@@ -10,8 +10,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit

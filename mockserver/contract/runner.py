@@ -24,7 +24,6 @@ from schemathesis.core.result import Ok
 from schemathesis.engine import events, from_schema
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import TestPhase
-from schemathesis.specs.openapi import negative
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from ..pipeline.pipeline import Options, Pipeline
@@ -175,8 +174,6 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
         def execute(part: OpenApiSchema) -> None:
             for event in from_schema(part).execute():
                 fold(result, event, in_process)
-                if isinstance(event, events.ScenarioFinished):
-                    _forget_operation()
                 if watch is not None:
                     watch.see(event)
                 if isinstance(event, events.ScenarioFinished) and options.on_progress is not None:
@@ -194,19 +191,6 @@ def _run(options: RunOptions, mock: MockServer | None, seed: int) -> RunResult:
                                         expect_success=options.mode != "negative")
     result.elapsed = time.monotonic() - started
     return result
-
-
-# Schemathesis' caches of what it checks an operation's negative cases with, keyed by that operation's schema
-_PER_OPERATION = (negative.get_validator, negative.get_real_validator, negative.split_schema)
-
-
-def _forget_operation() -> None:
-    """Empties `_PER_OPERATION` once an operation is done: each keeps 128 validators compiled in Rust, a few MiB
-    each for a big body such as Prefect's filters, that no other operation uses. Kept for the run, they were most
-    of an in-process run's peak RSS that Python's own count of its memory (`tracemalloc`) does not see (issue
-    34). An operation checked again in a later phase compiles its own once more."""
-    for cached in _PER_OPERATION:
-        cached.cache_clear()
 
 
 def _description_gaps(result: RunResult, gaps: dict[str, str]) -> list[str]:

@@ -61,7 +61,7 @@ def test_a_slow_partial_junit_file_is_rewritten_in_a_tenth_of_the_run_at_most(tm
 def test_a_run_in_a_fresh_folder_does_not_try_every_code_point(tmp_path: Path):
     """Hypothesis works out the characters a codec encodes by trying all 1.1 million code points, and keeps the
     table in the current folder's `.hypothesis`: a run in a fresh folder (a CI checkout) used to build it for
-    UTF-8, some 250 MiB at once, the peak of an in-process run of Prefect's description. The run still passes,
+    UTF-8, some 250 MiB at once at the start of an in-process run of Prefect's description. The run still passes,
     and leaves no codec table behind: it was never built."""
     env = {name: value for name, value in os.environ.items() if name != "HYPOTHESIS_STORAGE_DIRECTORY"}
     done = subprocess.run([sys.executable, "-m", "mockserver", "contract", "--spec", str(NOTES / "notes.yaml"),

@@ -1,15 +1,24 @@
-"""Issue 34 item 7: a run as fast per request as plain Schemathesis. The measure itself is `make bench-contract`
-(bench/contract_speed.py), not a timed test; what is tested here is the cause found: the JUnit file rewritten
-after every operation and phase of a big run."""
+"""Issue 34 item 7: a run as fast per request as plain Schemathesis, and an in-process run of a big description in
+under 300 MiB. The measure itself is `make bench-contract` (bench/contract_speed.py), not a timed test; what is
+tested here is the causes found: the JUnit file rewritten after every operation and phase of a big run, and
+Hypothesis trying every code point for the characters UTF-8 encodes."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
+from conftest import ROOT
 from mockserver.contract import PartialJUnit, RunResult
 from mockserver.contract.results import OperationResult
+
+NOTES = ROOT / "tests" / "data" / "contract"
 
 
 def operation(label: str) -> OperationResult:
@@ -46,3 +55,20 @@ def test_a_slow_partial_junit_file_is_rewritten_in_a_tenth_of_the_run_at_most(tm
     suite = ET.parse(report).getroot().find("testsuite")
     assert suite is not None
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["complete"] == "false"
+
+
+@pytest.mark.slow
+def test_a_run_in_a_fresh_folder_does_not_try_every_code_point(tmp_path: Path):
+    """Hypothesis works out the characters a codec encodes by trying all 1.1 million code points, and keeps the
+    table in the current folder's `.hypothesis`: a run in a fresh folder (a CI checkout) used to build it for
+    UTF-8, some 250 MiB at once at the start of an in-process run of Prefect's description. The run still passes,
+    and leaves no codec table behind: it was never built."""
+    env = {name: value for name, value in os.environ.items() if name != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    done = subprocess.run([sys.executable, "-m", "mockserver", "contract", "--spec", str(NOTES / "notes.yaml"),
+                           "--fixtures", str(NOTES / "fixtures"), "--phases", "examples,fuzzing", "--max-examples",
+                           "2", "--seed", "1", "--no-force"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASSED" in done.stdout
+    tables = sorted(path.name for path in (tmp_path / ".hypothesis").rglob("codec-*"))
+    assert tables == [], tables

@@ -294,7 +294,7 @@ def _intervals_from_codec(codec: str) -> tuple[IntervalSet, IntervalSet]:
     """Hypothesis' `intervals_from_codec` without trying the 1.1 million code points, for the codecs whose
     characters are known. Hypothesis tries them once per `.hypothesis` folder (the current directory's, so in
     every fresh CI checkout and every run of `make bench-contract`), and for UTF-8 that holds a million one-character
-    intervals at once: some 250 MiB for a second or two at the start of the run (issue 34)."""
+    intervals at once: some 250 MiB for a second or two at the start of the run."""
     known = _KNOWN_CODECS.get(codec)
     return (IntervalSet(known), IntervalSet()) if known is not None else _FROM_CODEC(codec)
 

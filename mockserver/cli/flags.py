@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from ..pipeline.pipeline import Pipeline
     from ..web.app import MockFlask
 
-# Python threads per worker for what may block for long (web/rsgi.py): the control API (a change waits for every
-# process to take it) and the answers behind `mockserver proxy`; the API's own answers are made on the event loop
-# and a scenario's latency holds no thread. 2: one call waiting leaves another answering
+# Python threads per worker for the answers that may block for long (web/rsgi.py): those behind `mockserver proxy`
+# and Redis round trips (the control API has CONTROL_SHARE times as many); the API's other answers are made on the
+# event loop and a scenario's latency holds no thread. 2: one call waiting leaves another answering
 THREADS = 2
 # a request's body is read by the mock (web/rsgi.py): the whole of it within BODY_TIMEOUT_S (else 408), at most
 # MAX_BODIES at once per worker (else 503 mock-busy); each may hold up to --max-body bytes while it arrives
@@ -321,8 +321,8 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
-                        help="Python threads per worker for what may block, twice: for the control API, and for "
-                             "the answers that wait (proxy and record's on the deployment, Redis round trips) "
+                        help="Python threads per worker for the answers that wait (proxy and record's on the "
+                             "deployment, Redis round trips), and four times as many for the control API "
                              "(default %(default)s); the API's other answers are made on the event loop, and a "
                              "scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,

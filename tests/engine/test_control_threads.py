@@ -8,7 +8,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -28,8 +31,10 @@ def timed(port: int, path: str) -> tuple[int, float]:
     return status, time.monotonic() - began
 
 
-@pytest.mark.slow
-def test_a_journal_read_waiting_for_a_stopped_replica_holds_up_no_answer(own_redis):
+@contextmanager
+def beside_a_stopped_replica(own_redis: Any) -> Iterator[int]:
+    """The port of a mock at `--threads 1` sharing Redis with a replica that is stopped (SIGSTOP) until the end:
+    each journal read there waits up to 2 s for the replica to write what it holds."""
     url = own_redis.url("threads")
     with serving(*PETS, "--state", url, "--threads", "1") as (_, port), \
             serving(*PETS, "--state", url) as (other, other_port):
@@ -40,13 +45,31 @@ def test_a_journal_read_waiting_for_a_stopped_replica_holds_up_no_answer(own_red
         for pid in stopped:
             os.kill(pid, signal.SIGSTOP)
         try:
-            with ThreadPoolExecutor(2) as pool:
-                journal = pool.submit(timed, port, "/__mock/requests")
-                time.sleep(0.2)  # the journal read is waiting for the stopped replica
-                answers = [timed(port, "/pets") for _ in range(3)]  # each reads the pets' version in Redis
-                status, waited = journal.result()
+            yield port
         finally:
             for pid in stopped:
                 os.kill(pid, signal.SIGCONT)
-        assert status == 200 and waited > 1.5  # it did wait for the stopped replica
-        assert all(status == 200 for status, _ in answers) and max(took for _, took in answers) < 0.5, answers
+
+
+@pytest.mark.slow
+def test_a_journal_read_waiting_for_a_stopped_replica_holds_up_no_answer(own_redis):
+    with beside_a_stopped_replica(own_redis) as port, ThreadPoolExecutor(2) as pool:
+        journal = pool.submit(timed, port, "/__mock/requests")
+        time.sleep(0.2)  # the journal read is waiting for the stopped replica
+        answers = [timed(port, "/pets") for _ in range(3)]  # each reads the pets' version in Redis
+        status, waited = journal.result()
+    assert status == 200 and waited > 1.5  # it did wait for the stopped replica
+    assert all(status == 200 for status, _ in answers) and max(took for _, took in answers) < 0.5, answers
+
+
+@pytest.mark.slow
+def test_control_calls_waiting_for_a_stopped_replica_hold_up_no_other_control_call(own_redis):
+    """Many sessions reading journals or changing scenarios at once (each waits for every process) do not queue
+    behind each other: at `--threads 1` the control API has four threads, so three waiting leave one answering."""
+    with beside_a_stopped_replica(own_redis) as port, ThreadPoolExecutor(3) as pool:
+        journals = [pool.submit(timed, port, f"/__mock/requests?session=s{n}") for n in range(3)]
+        time.sleep(0.2)  # the three journal reads are waiting for the stopped replica
+        status, took = timed(port, "/__mock/scenarios")
+        waited = [journal.result() for journal in journals]
+    assert all(code == 200 and wait > 1.5 for code, wait in waited), waited  # they did wait
+    assert status == 200 and took < 0.5, took

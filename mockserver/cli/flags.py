@@ -322,8 +322,9 @@ def add_serving(parser: argparse.ArgumentParser) -> None:
                         help="info logs one line per request (buffered); warning only problems")
     parser.add_argument("--threads", type=int, default=THREADS,
                         help="Python threads per worker for the answers that wait (proxy and record's on the "
-                             "deployment, Redis round trips), and four times as many for the control API "
-                             "(default %(default)s); the API's other answers are made on the event loop, and a "
+                             "deployment, Redis round trips), and a multiple of it for the control API "
+                             "(docs/SERVING.md; default %(default)s); the API's other answers are made on the event "
+                             "loop, and a "
                              "scenario's latency holds no thread")
     parser.add_argument("--runtime-threads", type=int, default=1,
                         help="Granian's Rust threads per worker doing the network I/O (default %(default)s)")

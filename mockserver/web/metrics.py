@@ -32,7 +32,6 @@ class Metrics:
     def __init__(self, apis: Callable[[], dict[str, Pipeline]]) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram, values
 
-        self._apis = apis  # the pipelines being served, by API name (a reload swaps one)
         self._multiprocess = bool(os.environ.get(MULTIPROCESS_DIR))
         if self._multiprocess and values.ValueClass is values.MutexValue:
             raise RuntimeError(f"{MULTIPROCESS_DIR} was set after prometheus_client was imported: the counts "
@@ -94,6 +93,11 @@ class _StateGauges:
 
     def __init__(self, apis: Callable[[], dict[str, Pipeline]]) -> None:
         self.apis = apis  # read at each collect: a reload swaps a pipeline
+
+    def describe(self) -> list[Metric]:
+        """Nothing, so registering reads no state (an auto-describing registry would collect: a Redis round trip
+        at start-up)."""
+        return []
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily

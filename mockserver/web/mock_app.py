@@ -63,6 +63,10 @@ class MockApp:
             self._reloader_pid = os.getpid()
             self.reloader.start()
 
+    def waits(self, method: str, path: str) -> bool:
+        """Whether an answer may wait (on the deployment, a round trip to Redis): a transport makes it in a thread."""
+        return self.proxied or self.pipeline.waits_on_store(method, path)
+
     def body_limit(self) -> int:
         """Bytes of a body worth reading: one more than allowed tells the pipeline it is too large."""
         return self.pipeline.options.max_body + 1

@@ -140,8 +140,6 @@ class Unmounted:
     `MockApp`: the first API answers it, with the mock's own answer (a browser's `/` to the dashboard, the icon),
     else a 404 listing where the APIs are, in its envelope; neither is journaled."""
 
-    proxied = False  # its answers wait on nothing
-
     def __init__(self, first: MockApp, served: str) -> None:
         self.first = first
         self._served = served  # where the APIs are, as its 404 says
@@ -149,6 +147,9 @@ class Unmounted:
     @property
     def pipeline(self) -> Pipeline:
         return self.first.pipeline  # as a reload left it
+
+    def waits(self, method: str, path: str) -> bool:
+        return False  # its answers are the front door's or a 404: no API's route, no round trip
 
     def body_limit(self) -> int:
         return self.first.body_limit()

@@ -91,7 +91,7 @@ class MockRSGI:
             proto.response_bytes(status, out, chunks)
             return
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
-        run = self._blocking if mock.proxied or mock.pipeline.waits_on_store(request.method, request.path) else _now
+        run = self._blocking if mock.waits(request.method, request.path) else _now
         answer = await run(mock.respond, request, started)
         if answer.delay_s:
             await asyncio.sleep(answer.delay_s)

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError, Problem
 from ..base.http import UNREAD, MockRequest, MockResponse, is_json
 from ..fixtures.loading import FixtureSet
@@ -25,7 +26,7 @@ CALLBACK = "callback"
 WEBHOOK = "webhook"
 CALLBACK_RETRIES = 2  # tries after the first, when the receiver cannot be reached, times out or answers 5xx
 CALLBACK_TIMEOUT = 5.0  # seconds one try may take
-_UNMADE = object()
+GENERATED_BODIES = 1024  # generated callback and webhook bodies kept (one per callback the description declares)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Callbacks:
             unknown = [i for i, name in enumerate(names) if self._unknown(name, where.problem, "webhooks", i)]
             if names and not unknown:
                 self.after_write[op_id] = names
-        self._generated: dict[str, Any] = {}  # a generated body by callback or webhook (`body`'s key)
+        self._generated: BoundedCache[str, Any] = BoundedCache(GENERATED_BODIES)  # by callback or webhook
         # the operations whose success sends something: the one look-up every answer pays
         self.triggers = frozenset(op.id for op in spec.operations.values() if op.callbacks) | set(self.after_write)
 
@@ -156,14 +157,13 @@ class Callbacks:
         if media.examples:
             payload = next(iter(media.examples.values()))
         elif media.schema is not None:
-            payload = self._generated.get(key, _UNMADE)
-            if payload is _UNMADE:  # the same seed makes the same body: made once per callback (never changed)
-                try:
-                    payload = self._generated[key] = self.answers.generator.generate(
-                        media.schema.node, media.schema.uri, self.answers.rng(key), static=True)
-                except GenerationError as exc:
-                    raise MockError(500, f"the mock cannot make up the body of {outbound.name}: {exc}",
-                                    code="mock-cannot-generate") from None
+            schema = media.schema
+            try:  # the same seed makes the same body: made once per callback (never changed)
+                payload = self._generated.made(key, lambda: self.answers.generator.generate(
+                    schema.node, schema.uri, self.answers.rng(key), static=True))
+            except GenerationError as exc:
+                raise MockError(500, f"the mock cannot make up the body of {outbound.name}: {exc}",
+                                code="mock-cannot-generate") from None
             payload = _agreeing(payload, related, media.schema.validator.is_valid)
         else:
             payload = None

@@ -21,7 +21,7 @@ from ..base.json_values import MAX_DEPTH, JsonRefused, parse_json
 from ..base.pointers import pointer_join, pointer_tokens
 from ..spec.index import MediaType, Operation, Parameter
 from ..spec.schema_walk import below
-from ..spec.schemas import Resolve, fits, instance_pointer, iter_errors, schema_types
+from ..spec.schemas import Resolve, instance_pointer, iter_errors, schema_types
 
 _INT = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
@@ -317,12 +317,12 @@ class RequestValidator:
             return None, [problem]
         if p.schema is None:
             return value, []
-        violations = [] if fits(p.schema.quick, value) else [
+        violations = [] if p.schema.fits(value) else [
             Violation(p.name, p.location, instance_pointer(error), str(error.validator), _message(error.message),
                       error.instance) for error in iter_errors(p.schema.validator, value)]
         if violations:
             for other in _readings(param, raw, value):
-                if p.schema.validator.is_valid(other):
+                if p.schema.fits(other):
                     return other, []
         return value, violations
 
@@ -401,7 +401,7 @@ class RequestValidator:
             value = self._form_value(media, fields, readings, self.max_depth)
         else:
             return request.body
-        if media.schema is not None and self.checks and not fits(media.schema.quick, value):
+        if media.schema is not None and self.checks and not media.schema.fits(value):
             for error in iter_errors(media.schema.validator, value):
                 violations.append(Violation("body", "body", instance_pointer(error), str(error.validator),
                                             error.message, error.instance))

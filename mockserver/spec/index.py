@@ -17,7 +17,7 @@ from ..base.pointers import pointer_join, unescape_token
 from .cycles import impossible_schemas
 from .documents import Document, DocumentSet, OutsideFolder, RefError
 from .expressions import ExpressionError, Template, parse
-from .schemas import SchemaCompiler, direct, openapi30_to_jsonschema, schema_types
+from .schemas import SchemaCompiler, direct, fits, openapi30_to_jsonschema, schema_types
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _STATUS_KEY = re.compile(r"^([1-5]\d\d|[1-5]XX)$")
@@ -38,6 +38,10 @@ class Schema:
         verdict as `validator` at less cost, which then says what is wrong. Made on first use: most schemas of a
         large description never are."""
         return direct(self.validator)
+
+    def fits(self, value: Any) -> bool:
+        """Whether a value is valid, told by `quick` (`validator` then says what is wrong, when it is not)."""
+        return fits(self.quick, value)
 
 
 @dataclass
@@ -318,8 +322,8 @@ class SpecIndex:
             value = node.get(key, [])
             if not (isinstance(value, list) and all(isinstance(v, (dict, bool)) for v in value)):
                 drop(node, key, "a list of schemas")
-        for key, fits, expected in _SHAPES:
-            if key in node and not fits(node[key]):
+        for key, shaped, expected in _SHAPES:
+            if key in node and not shaped(node[key]):
                 drop(node, key, expected)
 
     def _properties_by_ref(self, doc: Document, pointer: str, ref: str, target: dict[str, Any],

@@ -28,7 +28,7 @@ from ..base.errors import LoadError
 from ..base.http import bare_media_type
 from ..base.pointers import pointer_tokens
 from ..spec.expressions import ExpressionError, RequestView, ResponseView, Source, Template
-from ..spec.index import Outbound, SpecIndex
+from ..spec.index import Outbound, Parameter, SpecIndex, lowest_success
 from ..spec.schemas import iter_errors
 from .discovery import label as operation_label
 from .results import Finding, OperationResult, RunResult, keep
@@ -46,17 +46,10 @@ class CallbackError(ValueError):
 
 
 @dataclass(frozen=True)
-class Header:
-    name: str  # as declared: `X-Hook-Signature`
-    required: bool
-    validator: Draft202012Validator | None
-
-
-@dataclass(frozen=True)
 class CallbackOperation:
     """One method of a callback's path item: what the provider must send, and what the receiver answers."""
 
-    headers: tuple[Header, ...]
+    headers: tuple[Parameter, ...]  # the index's, each by its name as declared (`X-Hook-Signature`)
     body: dict[str, Draft202012Validator | None]  # by media type; None: no schema
     body_required: bool
     answer: int  # the lowest declared success, which the receiver answers
@@ -103,13 +96,11 @@ def _operation(outbound: Outbound) -> CallbackOperation:
     """What the provider must send to one method of a callback, and the receiver's answer: its lowest declared
     success."""
     body = outbound.request_body
-    successes = sorted(int(status) for status in outbound.responses if status.isdigit() and status[0] == "2")
     return CallbackOperation(
-        tuple(Header(header.name, header.required, header.schema.validator if header.schema else None)
-              for header in outbound.headers),
+        tuple(outbound.headers),
         {kind: media.schema.validator if media.schema else None for kind, media in body.content.items()}
         if body else {},
-        bool(body and body.required), successes[0] if successes else 200)
+        bool(body and body.required), lowest_success(outbound.responses) or 200)
 
 
 @dataclass
@@ -348,14 +339,14 @@ def violations(callback: Callback, arrival: Arrival) -> list[tuple[str, str, str
     return broken + _body_violations(operation, arrival)
 
 
-def _header_errors(header: Header, value: str) -> list[Any]:
+def _header_errors(header: Parameter, value: str) -> list[Any]:
     """A header's schema errors, its text read as JSON when the text itself does not fit (`X-Attempt: 3`)."""
-    if header.validator is None:
+    if header.schema is None:
         return []
-    errors = list(iter_errors(header.validator, value))
+    errors = list(iter_errors(header.schema.validator, value))
     if errors:
         try:
-            errors = list(iter_errors(header.validator, json.loads(value)))
+            errors = list(iter_errors(header.schema.validator, json.loads(value)))
         except ValueError:
             pass
     return errors

@@ -150,7 +150,7 @@ class Operation:
         codes = sorted(int(s) for s in self.responses if s.isdigit())
         successes = [c for c in codes if c < 400]
         if successes:
-            return next((c for c in successes if 200 <= c < 300), successes[0])  # else a 3xx, as declared
+            return lowest_success(self.responses) or successes[0]  # else a 3xx, as declared
         if "2XX" in self.responses or "default" in self.responses:
             return 200
         return min(codes + [range_status(key) for key in self.responses if key.endswith("XX")], default=200)
@@ -658,6 +658,11 @@ _CHECKED = frozenset(_SCHEMA_MAPS + _ONE_SCHEMA + _SCHEMA_LISTS + tuple(key for 
 def response_for(responses: dict[str, Response], status: int) -> Response | None:
     """The declared response for a status: exact code, then its range (`4XX`), then `default`."""
     return responses.get(str(status)) or responses.get(f"{str(status)[0]}XX") or responses.get("default")
+
+
+def lowest_success(responses: dict[str, Response]) -> int | None:
+    """The lowest 2xx code among these responses (ranges and `default` name none), None when there is none."""
+    return min((int(key) for key in responses if key.isdigit() and key[0] == "2"), default=None)
 
 
 def declares(responses: dict[str, Response], status: int) -> bool:

@@ -442,23 +442,14 @@ class SpecIndex:
             self._problem(pointer_uri(uri, "responses"), f"{method.upper()} {template} declares no responses",
                           "responses")
             return
-        parameters: dict[tuple[str, str], Parameter] = {}
-        for index, raw in enumerate(shared):
-            param = self._parameter(raw, pointer_uri(item_uri, "parameters", index))
-            if param:
-                parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
         own = self._list(node.get("parameters"), pointer_uri(uri, "parameters"), "parameters")
-        for index, raw in enumerate(own):
-            param = self._parameter(raw, pointer_uri(uri, "parameters", index))
-            if param:
-                parameters[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
         path, _, query = template.partition("?")
         self.operations[op_id] = Operation(
             id=op_id,
             method=method.upper(),
             path=path,
             query_match=dict(parse_qsl(query, keep_blank_values=True)),
-            parameters=list(parameters.values()),
+            parameters=self._parameters([(shared, item_uri), (own, uri)]),
             request_body=self._request_body(node.get("requestBody"), pointer_uri(uri, "requestBody")),
             responses={status: self._response(status, raw, pointer_uri(uri, "responses", key))
                        for status, (key, raw) in responses.items()},
@@ -501,24 +492,26 @@ class SpecIndex:
                     self._request_body(node.get("requestBody"), pointer_uri(op_uri, "requestBody")),
                     {status: self._response(status, raw, pointer_uri(op_uri, "responses", key))
                      for status, (key, raw) in responses.items()}, op_uri,
-                    self._headers([(item.get("parameters"), uri), (node.get("parameters"), op_uri)])))
+                    self._parameters([(item.get("parameters"), uri), (node.get("parameters"), op_uri)], only="header")))
         return found
 
-    def _headers(self, listed: list[tuple[Any, str]]) -> list[Parameter]:
-        """The header parameters of a callback's or webhook's operation, the operation's own after (and over)
-        its path item's; its other parameters, which nothing sends or checks, are passed over."""
-        headers: dict[str, Parameter] = {}
+    def _parameters(self, listed: list[tuple[Any, str]], only: str | None = None) -> list[Parameter]:
+        """The parameters of a path item, then of its operation (`listed`: each `parameters` with the URI of the
+        object holding it; anything but a list as none), the operation's own over its path item's of the same
+        place and name (a header's in any case). `only`: the parameters of that place (a callback's or webhook's
+        headers, what a receiver may require); the others, which nothing sends or checks, are passed over."""
+        merged: dict[tuple[str, str], Parameter] = {}
         for parameters, uri in listed:
             for index, raw in enumerate(parameters if isinstance(parameters, list) else []):
                 node, node_uri = self.docs.deref(raw, pointer_uri(uri, "parameters", index))
-                if isinstance(node, dict) and node.get("in") == "header" and node.get("name"):
-                    header = self._parameter(node, node_uri)
-                    if header is not None:
-                        headers[header.name.lower()] = header
-        return list(headers.values())
+                if only is not None and not (isinstance(node, dict) and node.get("in") == only and node.get("name")):
+                    continue
+                param = self._parameter(node, node_uri)
+                if param:
+                    merged[(param.location, param.name.lower() if param.location == "header" else param.name)] = param
+        return list(merged.values())
 
-    def _parameter(self, raw: Any, uri: str) -> Parameter | None:
-        node, uri = self.docs.deref(raw, uri)
+    def _parameter(self, node: Any, uri: str) -> Parameter | None:
         if not isinstance(node, dict) or "name" not in node or node.get("in") not in _DEFAULT_STYLE:
             self._problem(uri, "a parameter needs a `name` and an `in` of path, query, header or cookie", "parameter")
             return None

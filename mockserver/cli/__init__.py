@@ -1,5 +1,7 @@
 """The `mockserver` command: one module per subcommand, each with `HELP`, `add_arguments(parser)` and
-`run(args) -> int` (the exit code); the flags they share, and the table of those that set `Options`, in `flags`."""
+`run(args) -> int` (the exit code), and, when its defaults come from somewhere before the command line (`serve`'s
+`mockserver.yaml`), `configure(parser, args) -> int | None`; the flags they share, and the table of those that set
+`Options`, in `flags`."""
 from __future__ import annotations
 
 import argparse
@@ -23,10 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, command in COMMANDS.items():
         command.add_arguments(subparsers[name])
     args = parser.parse_args(argv)
-    if args.command == "serve":  # mockserver.yaml's flags become serve's defaults: the command line wins
-        unusable = serve.configure(subparsers["serve"], args)
+    command = COMMANDS[args.command]
+    configure = getattr(command, "configure", None)
+    if configure is not None:  # it sets the command's defaults (an exit code when it cannot): read them again
+        unusable = configure(subparsers[args.command], args)
         if unusable is not None:
             return unusable
         args = parser.parse_args(argv)
     use_parse_cache(default_cache())  # a description read before starts in milliseconds (mockserver/cache.py)
-    return COMMANDS[args.command].run(args)
+    return command.run(args)

@@ -299,6 +299,9 @@ def _intervals_from_codec(codec: str) -> tuple[IntervalSet, IntervalSet]:
     return (IntervalSet(known), IntervalSet()) if known is not None else _FROM_CODEC(codec)
 
 
+charmap.intervals_from_codec = _intervals_from_codec  # once, as this module is imported: every run then uses it
+
+
 def _configure(schema: OpenApiSchema, options: RunOptions, checks: dict[str, list[str]], seed: int, *,
                sanitize: bool) -> CoverageCap | None:
     """The options' phases and checks; the same seed and no example database make the same requests again.
@@ -307,7 +310,6 @@ def _configure(schema: OpenApiSchema, options: RunOptions, checks: dict[str, lis
     schema.config.seed = seed
     schema.config.generation.update(max_examples=options.max_examples, database="none")
     _no_local_constants()
-    charmap.intervals_from_codec = _intervals_from_codec
     if options.mode != "all":
         schema.config.generation.update(modes=[GenerationMode(options.mode)])
     if not options.negative_coverage:

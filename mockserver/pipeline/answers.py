@@ -20,7 +20,6 @@ from ..base.errors import MockError, Problem
 from ..base.http import is_json
 from ..base.pointers import pointer_join, pointer_tokens
 from ..fixtures.format import PAGE_DEFAULTS
-from ..fixtures.inference import string_enums
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
 from ..spec.schema_walk import SchemaWalk, below
@@ -412,7 +411,7 @@ class Answers:
                     and media.schema is not None:
                 write.answers_item = walk.deref(media.schema.node, media.schema.uri)[1] in {
                     walk.deref(*read)[1] for read in write.live.reads}
-                enums = string_enums(walk, media.schema.node, media.schema.uri)
+                enums = walk.string_enums(media.schema.node, media.schema.uri)
                 write.done = {name: done for name, values in enums.items()
                               if (done := next((v for v in values if v.lower() in _DONE), None)) is not None}
 

@@ -57,6 +57,18 @@ class SchemaWalk:
                 return self.deref(part["items"], below(part_uri, "items"))
         return None, uri
 
+    def string_enums(self, node: Any, uri: str) -> dict[str, list[str]]:
+        """A schema's top-level properties that take one of a few strings (`status: [active, paused]`), with those
+        strings: the states an action sets (`pause` → `paused`, fixtures' inference) or a write ends in."""
+        found: dict[str, list[str]] = {}
+        for part, part_uri in self.parts(node, uri):
+            for name in part.get("properties") or {}:
+                values = [value for sub, _ in self.parts(*self.property(part, part_uri, name))
+                          for value in sub.get("enum") or [] if isinstance(value, str)]
+                if values:
+                    found.setdefault(name, values)
+        return found
+
     def bounds(self, node: Any, uri: str) -> tuple[int, int | None]:
         """An array's minItems and maxItems, the tightest of its parts."""
         low, high = 0, None

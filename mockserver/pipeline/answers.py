@@ -279,11 +279,9 @@ class Answers:
         fields = {name for item in collection.items for name in item}
         media, _ = self._success_schema(op)
         if media is not None and media.schema is not None and not raw.get("count"):
-            walk = self.walk
-            node, uri = media.schema.node, media.schema.uri
-            items = walk.items(*(walk.deref(node, uri) if not items_field else walk.property(node, uri, items_field)))
+            items = self.walk.page_items(media.schema.node, media.schema.uri, items_field)
             if items[0] is not None:
-                fields |= {name for part, _ in walk.parts(*items) for name in part.get("properties") or {}}
+                fields |= {name for part, _ in self.walk.parts(*items) for name in part.get("properties") or {}}
         search = Search(op.id, collection, frozenset(fields), items_field,
                         page.get("hasMore", PAGE_DEFAULTS["hasMore"]), bool(raw.get("count")))
         for error in iter_errors(media.schema.validator, search.answer({}, [])) if media and media.schema else ():
@@ -333,11 +331,8 @@ class Answers:
         an array."""
         if write.body is None:
             return False
-        node, uri = self.walk.deref(*write.body)
-        if isinstance(node, dict) and node.get("type") == "array":
-            node, uri = self.walk.items(node, uri)
-        return any(key in (part.get("properties") or {}) for part, _ in self.walk.parts(node, uri)
-                   for key in write.live.collection.key)
+        return any(key in (part.get("properties") or {}) for part, _ in self.walk.parts(*self.walk.one_item(
+            *write.body)) for key in write.live.collection.key)
 
     def _asks_store(self, fixture: OperationFixture) -> bool:
         read = [collection.name for collection, _, _ in fixture.requires]
@@ -377,8 +372,7 @@ class Answers:
             node, uri, validator = media.schema.node, media.schema.uri, media.schema.validator
             if fixture.listing is not None and fixture.listing.collection.name in self.live:
                 query, live = fixture.listing, self.live[fixture.listing.collection.name]
-                items = walk.items(*(walk.deref(node, uri) if query.bare else
-                                     walk.property(node, uri, query.items_field)))
+                items = walk.page_items(node, uri, query.items_field)
                 if items[0] is not None:
                     schemas.setdefault(query.collection.name, {}).setdefault("list", []).append(items)
                     if (cut := _closed_properties(walk.parts(*items))) is not None:
@@ -390,8 +384,7 @@ class Answers:
             if fixture.write is not None and fixture.write.kind == "create":
                 schemas.setdefault(fixture.write.live.name, {}).setdefault("create", []).append((node, uri))
             if fixture.search is not None and not fixture.search.count and fixture.search.collection.name in self.live:
-                field = fixture.search.items_field
-                items = walk.items(*(walk.property(node, uri, field) if field else walk.deref(node, uri)))
+                items = walk.page_items(node, uri, fixture.search.items_field)
                 if items[0] is not None:
                     schemas.setdefault(fixture.search.collection.name, {}).setdefault("search", []).append(items)
         for name, live in self.live.items():  # what the items read as: their reads, else searches, else a create's

@@ -69,6 +69,17 @@ class SchemaWalk:
                     found.setdefault(name, values)
         return found
 
+    def page_items(self, node: Any, uri: str, field: str) -> tuple[Any, str]:
+        """The schema of the items a list's or search's page holds: those of its array property `field`, or its
+        own where the page is the array itself (`field` empty); None when no part declares them."""
+        return self.items(*(self.property(node, uri, field) if field else self.deref(node, uri)))
+
+    def one_item(self, node: Any, uri: str) -> tuple[Any, str]:
+        """The schema of one item of an answer or a body: its items' where it is an array (Prefect's `POST
+        /deployments/{id}/schedules` makes and answers several), else its own."""
+        node, uri = self.deref(node, uri)
+        return self.items(node, uri) if isinstance(node, dict) and node.get("type") == "array" else (node, uri)
+
     def bounds(self, node: Any, uri: str) -> tuple[int, int | None]:
         """An array's minItems and maxItems, the tightest of its parts."""
         low, high = 0, None

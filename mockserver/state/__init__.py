@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..base.errors import MockError
 from ..base.http import MockRequest
-from .records import Call, Entry
+from .records import EVERY, Call, Entry, Wanted
 
 SESSION_HEADER = "X-Mock-Session"
 SESSION_COOKIE = "mock_session"
@@ -262,8 +262,9 @@ class Store(ABC):
         """Keep a call: in the journal (bounded) and counted for coverage; the caller does not wait for it."""
 
     @abstractmethod
-    def entries(self, session: str | None) -> list[Entry]:
-        """The journal, oldest first, with every call recorded so far by every process."""
+    def entries(self, session: str | None, wanted: Wanted = EVERY) -> list[Entry]:
+        """The journal's `wanted` entries (all of them by default), oldest first, with every call recorded so far by
+        every process."""
 
     @abstractmethod
     def calls(self, session: str | None) -> tuple[dict[Call, int], int]:

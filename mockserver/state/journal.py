@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..base.http import sent_body
-from .records import BODY_LIMIT, Call, Entry
+from .records import BODY_LIMIT, Call, Entry, Wanted
 
 if TYPE_CHECKING:
     from ..base.http import MockRequest, MockResponse
@@ -66,12 +66,18 @@ class Journal:
     def entries(self, *, operation_id: str | None = None, status: int | None = None, method: str | None = None,
                 path_prefix: str | None = None, since: int | None = None, limit: int | None = None,
                 session: str | None = None) -> list[Entry]:
-        found = [e for e in self.store.entries(session)
-                 if (operation_id is None or e.operation_id == operation_id)
-                 and (status is None or e.status == status)
-                 and (method is None or e.method == method.upper())
-                 and (path_prefix is None or e.path.startswith(path_prefix))
-                 and (since is None or e.id > since)]
+        """The entries that pass every filter given, oldest first, the newest `limit` of them. The store is asked
+        only for what it can pick itself (entries after `since`, and the newest `limit` unless another filter comes
+        first): a page of a long journal is read from Redis, not the whole journal."""
+        filtered = (operation_id, status, method, path_prefix) != (None, None, None, None)
+        page = limit if limit is not None and limit > 0 and not filtered else None  # a negative limit drops the oldest
+        found = self.store.entries(session, Wanted(page, since))
+        if filtered:
+            found = [e for e in found
+                     if (operation_id is None or e.operation_id == operation_id)
+                     and (status is None or e.status == status)
+                     and (method is None or e.method == method.upper())
+                     and (path_prefix is None or e.path.startswith(path_prefix))]
         return found[-limit:] if limit else found
 
     def clear(self, session: str | None = None) -> None:

@@ -26,7 +26,7 @@ from . import (
     Transition,
     version_token,
 )
-from .records import Call, Entry
+from .records import EVERY, Call, Entry, Wanted
 
 _SWEEP_EVERY = 30.0  # seconds between looks for idle sessions (at most; sooner with a short session TTL)
 K = TypeVar("K", bound=Hashable)
@@ -250,9 +250,9 @@ class MemoryStore(Store):
         if now >= self._next_sweep:
             self._sweep(now)
 
-    def entries(self, session: str | None) -> list[Entry]:
+    def entries(self, session: str | None, wanted: Wanted = EVERY) -> list[Entry]:
         with self._lock:
-            return list(self._journal if session is None else self._session_journals.get(session, ()))
+            return wanted.pick(self._journal if session is None else self._session_journals.get(session, ()))
 
     def calls(self, session: str | None) -> tuple[dict[Call, int], int]:
         with self._lock:

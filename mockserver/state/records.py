@@ -2,6 +2,8 @@
 Apart from the `Journal` that makes them so that the store can hold them without importing the journal."""
 from __future__ import annotations
 
+import itertools
+from collections.abc import Reversible
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -54,6 +56,28 @@ class Call(NamedTuple):
     status: int
     headers: tuple[tuple[str, str], ...]  # only those the journal was asked to count (enum header parameters)
     violated: bool = False  # let through despite breaking the description (`--request-validation warn`)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a read of the journal wants, so that a store reads no more than that (on Redis a page of the newest
+    entries, not the whole journal): the newest `limit` entries (None: all) of those after id `since` (None: from
+    the oldest). The journal's other filters are applied to what the store read."""
+
+    limit: int | None = None
+    since: int | None = None
+
+    def pick(self, journal: Reversible[Entry]) -> list[Entry]:
+        """The wanted entries of a journal held in memory (oldest first, ids rising), oldest first."""
+        if self == EVERY:
+            return list(journal)
+        newer = itertools.takewhile(lambda e: self.since is None or e.id > self.since, reversed(journal))
+        picked = list(itertools.islice(newer, self.limit))
+        picked.reverse()
+        return picked
+
+
+EVERY = Wanted()
 
 
 def _camel(name: str) -> str:

@@ -3,6 +3,7 @@ Apart from the `Journal` that makes them so that the store can hold them without
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Reversible
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
@@ -72,7 +73,7 @@ class Wanted:
         if self == EVERY:
             return list(journal)
         newer = itertools.takewhile(lambda e: self.since is None or e.id > self.since, reversed(journal))
-        picked = list(itertools.islice(newer, self.limit))
+        picked = list(itertools.islice(newer, None if self.limit is None else min(self.limit, sys.maxsize)))
         picked.reverse()
         return picked
 

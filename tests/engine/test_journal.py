@@ -1,11 +1,15 @@
 """The request journal: newest last, filtered, bounded, credentials masked."""
+import http.client
 import json
+import re
+from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 import redis
 
-from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body
+from conftest import DEMO, KINDGI_FIXTURES, KINDGI_SPEC, body, serving
 from mockserver import create_app
 from mockserver.spec.secrets import mask
 from mockserver.state.journal import Journal
@@ -130,3 +134,88 @@ def test_a_journal_on_redis_reads_what_was_sent_and_keeps_each_long_body_once(re
     assert journal(s1) == sent[-1:] and journal() == sent[-1:] and bodies_held() == 2
     store.close()
     client.application.extensions[MOCK_KEY].pipeline.store.close()
+
+
+def _traffic(port: int, calls: int, session: str) -> None:
+    """`calls` reads and writes of the pets in a session, on one connection: found, not found, created (a long body
+    now and then), listed."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"X-Mock-Session": session, "Content-Type": "application/json"}
+    for n in range(calls):
+        if n % 7 == 6:
+            name = LONG_NAME if n % 21 == 20 else f"pet {n}"
+            connection.request("POST", "/pets", json.dumps({"name": name, "kind": "cat"}), headers)
+        elif n % 7 == 5:
+            connection.request("GET", "/pets?limit=2", headers=headers)
+        else:
+            connection.request("GET", f"/pets/{n % 5 + 1}", headers=headers)
+        connection.getresponse().read()
+    connection.close()
+
+
+def _journal(port: int, query: str, session: str) -> list[dict[str, Any]]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", f"/__mock/requests{query}", headers={"X-Mock-Session": session})
+    response = connection.getresponse()
+    found = json.loads(response.read())
+    connection.close()
+    assert response.status == 200, found
+    return list(found["requests"])
+
+
+@pytest.fixture()
+def pets_on_redis(redis_url: str) -> Iterator[tuple[int, redis.Redis]]:
+    """`mockserver serve --stateful` of the pets sharing a real Redis: its port, and a client of that Redis."""
+    with serving("--spec", str(PETS / "openapi.yaml"), "--fixtures", str(PETS / "fixtures"), "--stateful",
+                 "--state", redis_url, "--log-level", "warning") as (_, port), \
+            redis.Redis.from_url(redis_url.split("?")[0]) as store:
+        yield port, store
+
+
+@pytest.mark.slow  # a server and a redis-server
+def test_a_limited_read_on_redis_takes_only_the_newest_entries(pets_on_redis):
+    """`GET /__mock/requests?limit=10` of a session of 500 entries reads those ten (and the bodies they name) from
+    Redis, not the whole journal: the same ten entries, a small part of the bytes."""
+    port, store = pets_on_redis
+    _traffic(port, 500, "big")
+    everything = _journal(port, "", "big")
+    assert len(everything) == 500
+
+    def read(query: str) -> tuple[list[dict[str, Any]], int]:
+        before = store.info("stats")["total_net_output_bytes"]
+        found = _journal(port, query, "big")
+        return found, store.info("stats")["total_net_output_bytes"] - before
+
+    page, moved = read("?limit=10")
+    _, whole = read("")
+    assert page == everything[-10:]
+    assert whole > 200_000 and moved < whole / 10, (moved, whole)
+    newer, moved = read(f"?since={everything[-4]['id']}")
+    assert newer == everything[-3:] and moved < whole / 10, moved
+
+
+_OWN = re.compile(r'req_[0-9a-f]+|"nextCursor":"[^"]*"|"createdAt":"[^"]*"')  # each server's own: ids, time, secret
+
+
+@pytest.mark.slow  # two servers and a redis-server
+def test_a_filtered_or_limited_read_answers_the_same_on_redis_as_in_memory(redis_url):
+    """Whatever a journal read asks (a page, entries since an id, filters, together or not, odd numbers too), the
+    mock answers it the same on Redis, which reads only a page where it can, as on the memory store."""
+    answers = []
+    with ExitStack() as stack:
+        for state in ("memory", redis_url):
+            _, port = stack.enter_context(serving("--spec", str(PETS / "openapi.yaml"), "--fixtures",
+                                                  str(PETS / "fixtures"), "--stateful", "--state", state,
+                                                  "--log-level", "warning"))
+            _traffic(port, 60, "s")
+            _traffic(port, 5, "other")
+            queries = ["", "?limit=1", "?limit=10", "?limit=1000", "?limit=0", "?limit=-3", "?since=30",
+                       "?since=30&limit=4", "?since=-5&limit=2", "?since=64", f"?since={10**30}&limit={10**30}",
+                       "?status=404", "?status=404&limit=3", "?method=post&limit=2", "?path=/pets/1&since=40",
+                       "?operationId=listPets&limit=2&since=20"]
+            answers.append({query: [(e["id"], e["method"], e["path"], e["query"], e["status"], e["session"],
+                                     e["requestBody"], _OWN.sub("…", e["responseBody"] or ""), e["operationId"])
+                                    for e in _journal(port, query, "s")] for query in queries})
+    memory, on_redis = answers
+    assert len(memory["?limit=10"]) == 10 and len(memory[""]) == 60 and memory["?since=64"] == []
+    assert on_redis == memory

@@ -17,7 +17,7 @@ from conftest import free_port
 from mockserver import state
 from mockserver.state import Book, Record, StateError, Store, Transition, memory, open_store, redis_store, unit
 from mockserver.state.memory import MemoryStore
-from mockserver.state.records import Call, Entry
+from mockserver.state.records import Call, Entry, Wanted
 
 
 def entry(path: str, status: int = 200, session: str | None = None) -> tuple[Entry, Call, str | None]:
@@ -184,16 +184,37 @@ def test_idle_sessions_are_forgotten(stores):
 
 
 def test_a_journal_entry_an_earlier_mock_wrote_to_the_shared_redis_is_still_read(redis_url):
-    """A replica of an earlier version wrote its entries as one JSON text (bodies as latin-1 text)."""
+    """Replicas of earlier versions wrote their entries as one JSON text (bodies as latin-1 text), then as a JSON
+    object of named fields followed by the bodies kept inline (a long body named by its digest): both are read
+    beside the entries written now, in a whole read and in a read of the newest few."""
     store = open_store(redis_url, journal_size=5)
     earlier = {"time": 1.0, "method": "GET", "path": "/old", "query": "", "request_headers": {}, "request_body": "\xff",
                "status": 200, "response_headers": {}, "response_body": '{"a":1}', "source": "fixture",
                "operation_id": "op", "scenario_id": None, "duration_ms": 1.0, "session": None}
+    named = {"time": 2.0, "method": "POST", "path": "/named", "query": "b=2", "request_headers": {"accept": "*/*"},
+             "status": 201, "response_headers": {"X-A": "1"}, "source": "fixture", "operation_id": "op",
+             "scenario_id": "sc", "duration_ms": 2.5, "session": None, "broken": None,
+             "violations": [{"rule": "type"}], "request_bytes": 5}
+    long_body = b"x" * 300
     prefix = redis_url.rsplit("prefix=", 1)[1]
     with redis.Redis.from_url(redis_url.split("?")[0]) as client:
         client.xadd(f"{prefix}:journal", {"e": json.dumps(earlier)}, id="7-0")
-    [kept] = store.entries(None)
-    assert (kept.id, kept.path, kept.request_body, kept.response_body) == (7, "/old", b"\xff", b'{"a":1}')
+        client.xadd(f"{prefix}:journal", {"e": json.dumps(named).encode() + b"\n\x00\xff\nab{}"}, id="8-0")
+        client.xadd(f"{prefix}:journal", {"e": json.dumps({**named, "request_bytes": 0}).encode() + b"\n",
+                                          "r": "d1"}, id="9-0")
+        client.hset(f"{prefix}:bodies", "d1", long_body)
+        client.hset(f"{prefix}:body-refs", "d1", 1)
+        client.set(f"{prefix}:seq", 9)
+    store.record(*entry("/now"))
+    store.sync()
+    old, with_bodies, with_digest, now = store.entries(None)
+    assert (old.id, old.path, old.request_body, old.response_body) == (7, "/old", b"\xff", b'{"a":1}')
+    assert with_bodies == Entry(8, 2.0, "POST", "/named", "b=2", {"accept": "*/*"}, b"\x00\xff\nab", 201, {"X-A": "1"},
+                                b"{}", "fixture", "op", "sc", 2.5, None, None, [{"rule": "type"}])
+    assert (with_digest.id, with_digest.request_body, with_digest.response_body) == (9, b"", long_body)
+    assert (now.id, now.path, now.request_body) == (10, "/now", b"\x00\xff\nbody")
+    assert store.entries(None, Wanted(limit=3)) == [with_bodies, with_digest, now]
+    assert store.entries(None, Wanted(limit=2, since=7)) == [with_digest, now]
     store.close()
 
 
@@ -274,3 +295,41 @@ def test_a_reader_of_written_rows_gets_only_those_changed_since_the_version_it_h
     again = writer.change_live("s", "pets", put("a", {"v": 3}))
     assert again.version not in (first.version, last.version)
     assert reader.live("s", "pets", last.version) == state.Rows(again.version, {"a": {"v": 3}}, {"n": 1})
+
+
+@pytest.mark.slow  # a redis-server
+def test_a_batch_of_one_call_changes_its_counts_once_not_once_an_entry(redis_url):
+    """100 entries of one call in a session whose journal is full, each naming the same long answer: the call's
+    coverage counts (the mock's and the session's), the body's count of entries naming it (those written and
+    those trimmed) and the session's last use change once a batch, as Redis sees it (MONITOR), not once an entry.
+    The journal still holds the newest entries and the body, and coverage counted every call."""
+    store = open_store(redis_url, journal_size=5)
+    prefix = redis_url.rsplit("prefix=", 1)[1] + ":"
+    made, call, _ = entry("/same", session="s")
+    made.response_body = b"r" * 1000
+    for _ in range(5):  # the journals full, the body held
+        store.record(made, call, "s")
+    store.sync()
+    seen: list[list[str]] = []
+    with redis.Redis.from_url(redis_url.split("?")[0]) as client:
+        with client.monitor() as monitor:
+            def watch() -> None:
+                while (command := monitor.next_command()["command"].split(" ")) != ["ECHO", "stop"]:
+                    seen.append(command)
+
+            watcher = threading.Thread(target=watch)
+            watcher.start()
+            time.sleep(0.2)  # MONITOR answers every command from its OK on
+            for _ in range(100):
+                store.record(made, call, "s")
+            store.sync()
+            client.echo("stop")
+            watcher.join(10)
+    batches = sum(1 for c in seen if c[:2] == ["INCRBY", prefix + "seq"])
+    counting = [c[:2] for c in seen if c[0] in ("HINCRBY", "HEXISTS", "HLEN", "ZADD", "HDEL") and c[1] in (
+        prefix + "calls", prefix + "calls|s", prefix + "body-refs", prefix + "sessions")]
+    assert 1 <= batches <= 4 and sum(c[0] == "XADD" for c in seen) == 200, seen
+    assert len(counting) <= 4 * batches, counting  # the two coverage counts, the body's count, the session's use
+    assert [e.path for e in store.entries("s")] == ["/same"] * 5 and store.entries("s")[0].response_body == b"r" * 1000
+    assert store.calls("s") == ({call: 105}, 0) and store.calls(None) == ({call: 105}, 0)
+    store.close()

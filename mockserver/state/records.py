@@ -20,6 +20,9 @@ def _text(data: bytes) -> str | None:
 
 @dataclass
 class Entry:
+    """One exchange as the journal keeps it. A field added later goes last, with a default: the Redis store keeps
+    the fields as a list in this order, and entries written before it have none."""
+
     id: int
     time: float
     method: str

@@ -333,14 +333,14 @@ def _split_url(url: str) -> tuple[str, str, str]:
     return clean, prefix + ":", shown
 
 
-# an entry's fields in its head in Redis, in this order (a field added later goes last: an entry written before it
-# has none, and gets its default)
+# an entry's fields in its head in Redis, in `Entry`'s order (a field added later goes last, with a default: an
+# entry written before it has none, and gets the default)
 _HEAD = tuple(f.name for f in dataclasses.fields(Entry) if f.name not in ("id", "request_body", "response_body"))
 
 
 def _entry_bytes(entry: Entry, request_inline: bool, response_inline: bool) -> bytes:
     """An entry as kept in Redis: one line of JSON, a list of the inline request body's length and the fields in
-    _HEAD's order (their names were 40 % of an entry's bytes), then its bodies short enough to keep inline, as
+    _HEAD's order (their names were 38 % of the head's bytes), then its bodies short enough to keep inline, as
     they are (a body in JSON was a fifth of a worker's time under load with Redis: every quote of a JSON body
     escaped, then unescaped); a longer body is kept apart, by its digest (see _APPEND)."""
     request = entry.request_body if request_inline else b""

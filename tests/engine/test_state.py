@@ -218,6 +218,28 @@ def test_a_journal_entry_an_earlier_mock_wrote_to_the_shared_redis_is_still_read
     store.close()
 
 
+@pytest.mark.slow  # a redis-server
+def test_a_process_forked_after_the_store_started_writes_its_journal_with_threads_of_its_own(redis_url):
+    """A server's worker may be forked from a process whose store already runs its listener and writer: threads do
+    not survive a fork, so the child starts its own, and what it records reaches Redis."""
+    store = open_store(redis_url, journal_size=5)
+    store.check()  # its listener and writer run in this process
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child process)
+        code = 1
+        try:
+            store.record(*entry("/from-the-child"))
+            store.sync()
+            store.close()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [e.path for e in store.entries(None)] == ["/from-the-child"]
+    store.close()
+
+
 def test_the_cursor_secret_is_shared_through_redis(redis_url):
     first, second = open_store(redis_url), open_store(redis_url)
     assert first.secret() == second.secret()

@@ -247,46 +247,58 @@ return 1
 # a scope's writes to a collection (stateful mode) are three keys: a hash (KEYS[1]: `r:<key>` a row as JSON, `~v`
 # the version `<epoch>.<n>`, `~e` the epoch, `~n` the writes so far), a sorted set of item keys by the number of
 # the write that last changed them (KEYS[2]), and a hash of counters (KEYS[3]).
-# _LIVE: what changed since version ARGV[1] (epoch ARGV[2], number ARGV[3]): {''} nothing written; {version} no
-# change; {version, 'delta', counters, keys, rows} the rows changed since (false: removed); else {version, 'full',
-# counters, the hash}. A reader pays for what changed, not for the collection.
-_LIVE = """
+# _SINCE: what changed since version `known` (epoch, number) when the version is now `v` (neither nothing nor
+# `known`): {v, 'delta', counters, keys, rows} the rows changed since (false: removed), else {v, 'full', counters,
+# the hash}. A reader pays for what changed, not for the collection.
+_SINCE = """
+local function since(v, epoch, number, limit)
+  local counters = redis.call('HGETALL', KEYS[3])
+  if number ~= '' and redis.call('HGET', KEYS[1], '~e') == epoch then
+    local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. number, '+inf', 'LIMIT', 0, tonumber(limit) + 1)
+    if #keys <= tonumber(limit) then
+      local rows = {}
+      if #keys > 0 then
+        local fields = {}
+        for i, k in ipairs(keys) do fields[i] = 'r:' .. k end
+        rows = redis.call('HMGET', KEYS[1], unpack(fields))
+      end
+      return {v, 'delta', counters, keys, rows}
+    end
+  end
+  return {v, 'full', counters, redis.call('HGETALL', KEYS[1])}
+end
+"""
+# _LIVE: what changed since version ARGV[1] (epoch ARGV[2], number ARGV[3], at most ARGV[4] rows as a delta): {''}
+# nothing written; {version} no change; else as _SINCE.
+_LIVE = _SINCE + """
 local v = redis.call('HGET', KEYS[1], '~v')
 if not v then return {''} end
 if v == ARGV[1] then return {v} end
-local counters = redis.call('HGETALL', KEYS[3])
-if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], '~e') == ARGV[2] then
-  local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ARGV[3], '+inf', 'LIMIT', 0, tonumber(ARGV[4]) + 1)
-  if #keys <= tonumber(ARGV[4]) then
-    local rows = {}
-    if #keys > 0 then
-      local fields = {}
-      for i, k in ipairs(keys) do fields[i] = 'r:' .. k end
-      rows = redis.call('HMGET', KEYS[1], unpack(fields))
-    end
-    return {v, 'delta', counters, keys, rows}
-  end
-end
-return {v, 'full', counters, redis.call('HGETALL', KEYS[1])}
+return since(v, ARGV[2], ARGV[3], ARGV[4])
 """
 
-# _WRITE: one write, only if the version is still ARGV[1] ('' for nothing written): {1, new version}, else
-# {0, version now}. ARGV[2] is the epoch when the rows start from nothing, ARGV[3] the number of counters that
-# follow (name, value), then (item key, row) pairs, '' removing the row. It touches only the rows it writes.
-_WRITE = """
-local v = redis.call('HGET', KEYS[1], '~v') or ''
-if v ~= ARGV[1] then return {0, v} end
+# _WRITE: one write, only if the version is still ARGV[1] ('' for nothing written; epoch ARGV[2], number ARGV[3],
+# as _LIVE's): {new version, 'done'}; else what changed since, as _LIVE answers it, so the writer decides again
+# without another round trip. ARGV[5] is the epoch when the rows start from nothing, ARGV[6] the number of counters
+# that follow (name, value), then (item key, row) pairs, '' removing the row. It touches only the rows it writes.
+_WRITE = _SINCE + """
+local v = redis.call('HGET', KEYS[1], '~v')
+if not v then
+  if ARGV[1] ~= '' then return {''} end
+elseif v ~= ARGV[1] then
+  return since(v, ARGV[2], ARGV[3], ARGV[4])
+end
 local e = redis.call('HGET', KEYS[1], '~e')
 if not e then
-  e = ARGV[2]
+  e = ARGV[5]
   redis.call('HSET', KEYS[1], '~e', e)
 end
 local n = redis.call('HINCRBY', KEYS[1], '~n', 1)
 local version = e .. '.' .. n
 redis.call('HSET', KEYS[1], '~v', version)
-local c = tonumber(ARGV[3])
-for i = 4, 3 + 2 * c, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
-for i = 4 + 2 * c, #ARGV, 2 do
+local c = tonumber(ARGV[6])
+for i = 7, 6 + 2 * c, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+for i = 7 + 2 * c, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', KEYS[1], 'r:' .. ARGV[i])
   else
@@ -295,7 +307,7 @@ for i = 4 + 2 * c, #ARGV, 2 do
   redis.call('ZADD', KEYS[2], n, ARGV[i])
 end
 redis.call('SADD', KEYS[4], KEYS[1], KEYS[2], KEYS[3])
-return {1, version}
+return {version, 'done'}
 """
 DELTA_LIMIT = 4000  # rows read as what changed; past it, all of them (a Lua call takes at most ~8,000 arguments)
 
@@ -343,6 +355,25 @@ def _entry(stream_id: bytes, fields: dict[bytes, bytes], bodies: Mapping[bytes, 
         data["request_body"] = data["request_body"].encode("latin-1")
         data["response_body"] = data["response_body"].encode("latin-1")
     return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _known(known: str | None) -> list[Any]:
+    """A held version as _LIVE and _WRITE take it: the version, its epoch, its number, and the delta limit."""
+    epoch, _, number = (known or "").rpartition(".")
+    return [known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]
+
+
+def _since(answer: list[Any], known: str | None) -> Rows | None:
+    """_LIVE's (or a refused _WRITE's) answer: the rows changed since `known`, None when none did."""
+    version = answer[0].decode() or None
+    if version == known:
+        return None
+    if version is None:
+        return Rows()
+    if answer[1] == b"delta":
+        rows = {key.decode(): json.loads(row) if row else None for key, row in zip(answer[3], answer[4])}
+        return Rows(version, rows, _counters(answer[2]), since=known)
+    return _full(answer[0], answer[2], answer[3])
 
 
 def _full(version: bytes, counters: list[bytes], raw: list[bytes]) -> Rows:
@@ -826,39 +857,29 @@ class RedisStore(Store):
         """The rows changed since `known` (all of them when it is no version of theirs), None when none did: one
         round trip either way (a read that first asked for the version made two whenever another write came
         between: more than a third of the reads of the mixed load)."""
-        epoch, _, number = (known or "").rpartition(".")
-        answer = self._guarded(lambda: self._read_live(
-            keys=keys, args=[known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]))
-        version = answer[0].decode() or None
-        if version == known:
-            return None
-        if version is None:
-            return Rows()
-        if answer[1] == b"delta":
-            rows = {key.decode(): json.loads(row) if row else None for key, row in zip(answer[3], answer[4])}
-            return Rows(version, rows, _counters(answer[2]), since=known)
-        return _full(answer[0], answer[2], answer[3])
+        return _since(self._guarded(lambda: self._read_live(keys=keys, args=_known(known))), known)
 
     def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
                     ) -> Rows:
         """One script call when `known` is still the version (a writer that holds its collection, as the mock
-        does): the write checks the version and applies in one step; another process's write first sends
-        `change` what it changed, and the write is tried again."""
+        does): the write checks the version and applies in one step. Refused because another process wrote
+        first, the same call answers what that changed: `change` decides again from it, and the write is sent
+        again (two calls, not three with a read between)."""
         keys = self._live_keys(scope, collection)
         current = Rows(known, {}, {}, since=known) if known != UNKNOWN else self._changed(keys, UNKNOWN) or Rows()
         while True:
             update = change(current)
             # an epoch only for rows that start from nothing (uuid4 was 7 % of a worker's samples under writes)
-            args: list[Any] = [current.version or "", "" if current.version else uuid.uuid4().hex,
+            args: list[Any] = [*_known(current.version), "" if current.version else uuid.uuid4().hex,
                                len(update.counters)]
             for name, value in update.counters.items():
                 args += [name, value]
             for key, row in update.rows.items():
                 args += [key, "" if row is None else json.dumps(row, separators=(",", ":"))]
-            done, version = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
-            if done:
-                return Rows(version.decode(), dict(update.rows), dict(update.counters), since=current.version)
-            current = self._changed(keys, current.version) or Rows(current.version, {}, {}, since=current.version)
+            answer = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
+            if answer[-1] == b"done":
+                return Rows(answer[0].decode(), dict(update.rows), dict(update.counters), since=current.version)
+            current = _since(answer, current.version) or Rows(current.version, {}, {}, since=current.version)
 
     def forget_live(self, scope: str | None) -> None:
         start = self._k(f"live|{scope}|")

@@ -655,3 +655,52 @@ def test_a_valid_write_follows_no_ref_chain_per_request(monkeypatch):
     looked_up.clear()
     refused = client.patch(f"/pets/{body(first)['id']}", json={"kind": "fish"}, headers=session)
     assert refused.status_code == 400 and "/kind" in refused.get_data(as_text=True)  # told as before, where
+
+
+@pytest.mark.slow  # a redis-server
+def test_a_write_another_process_overtook_learns_what_changed_from_its_refused_write(redis_url):
+    """A write whose process holds an old version is refused, and the refusal itself carries what the other
+    process changed: the write is sent again at once, two calls to Redis in all (not a third to read the
+    changes), and both writes land. Seen with MONITOR on a real redis-server, two apps standing for two
+    processes."""
+    apps = [create_app(SPEC, FIXTURES, state=redis_url) for _ in range(2)]
+    first, second = (app.test_client() for app in apps)
+    session = {"X-Mock-Session": "growth"}
+    monitor = redis.Redis.from_url(redis_url.split("?")[0])
+    ann = body(first.post("/pets", json={"name": "Ann"}, headers=session))  # the version `first` holds
+    assert second.post("/pets", json={"name": "Bea"}, headers=session).status_code == 201  # moves it on
+    patched, sent = watched(monitor, PETS_OF_GROWTH, lambda: first.patch(
+        f"/pets/{ann['id']}", json={"tag": "seen"}, headers=session), sent=True)
+    assert sent == ["EVALSHA", "EVALSHA"]  # refused with the changes, then written
+    assert body(patched)["tag"] == "seen"
+    for client in (first, second):
+        listed = {p["name"]: p.get("tag") for p in body(client.get("/pets", headers=session))["data"]}
+        assert listed == {"Ada": None, "Ann": "seen", "Bea": None, "Bo": None, "Cy": None}  # nothing lost
+    created = body(first.post("/pets", json={"name": "Cal"}, headers=session))  # its id after Bea's: none twice
+    ids = [p["id"] for p in body(second.get("/pets", headers=session))["data"]]
+    assert created["id"] in ids and len(ids) == len(set(ids)) == 6
+    for app in apps:
+        app.extensions[MOCK_KEY].pipeline.store.close()
+
+
+@pytest.mark.slow  # a redis-server
+def test_written_collections_are_read_and_written_after_redis_forgets_its_scripts(redis_url):
+    """SCRIPT FLUSH (as a restarted Redis, or an operator) between writes: the next read and write load their
+    scripts again and answer as before, in this process and in another."""
+    apps = [create_app(SPEC, FIXTURES, state=redis_url) for _ in range(2)]
+    first, second = (app.test_client() for app in apps)
+    session = {"X-Mock-Session": "flushed"}
+    admin = redis.Redis.from_url(redis_url.split("?")[0])
+    ann = body(first.post("/pets", json={"name": "Ann"}, headers=session))
+    admin.script_flush()
+    assert first.patch(f"/pets/{ann['id']}", json={"tag": "one"}, headers=session).status_code == 200
+    admin.script_flush()
+    assert body(second.get(f"/pets/{ann['id']}", headers=session))["tag"] == "one"
+    admin.script_flush()
+    assert second.post("/pets", json={"name": "Bea"}, headers=session).status_code == 201
+    admin.script_flush()
+    assert first.patch(f"/pets/{ann['id']}", json={"tag": "two"}, headers=session).status_code == 200
+    listed = {p["name"]: p.get("tag") for p in body(second.get("/pets", headers=session))["data"]}
+    assert listed == {"Ada": None, "Ann": "two", "Bea": None, "Bo": None, "Cy": None}
+    for app in apps:
+        app.extensions[MOCK_KEY].pipeline.store.close()

@@ -33,7 +33,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode, urlunsplit
 
 import redis
@@ -312,6 +312,20 @@ return {version, 'done'}
 DELTA_LIMIT = 4000  # rows read as what changed; past it, all of them (a Lua call takes at most ~8,000 arguments)
 
 
+class Hot(NamedTuple):
+    """A script of the request path, run on the store's own idle connections (`RedisStore._run`) by its SHA-1."""
+
+    text: str
+    sha: str
+
+
+def _hot(text: str) -> Hot:
+    return Hot(text, hashlib.sha1(text.encode()).hexdigest())
+
+
+_LIVE_HOT, _WRITE_HOT = _hot(_LIVE), _hot(_WRITE)
+
+
 def _split_url(url: str) -> tuple[str, str, str]:
     """The URL for redis-py, the key prefix (`?prefix=`), and the URL as it may be shown (no password)."""
     parts, query, prefix = split_prefix(url)
@@ -355,6 +369,15 @@ def _entry(stream_id: bytes, fields: dict[bytes, bytes], bodies: Mapping[bytes, 
         data["request_body"] = data["request_body"].encode("latin-1")
         data["response_body"] = data["response_body"].encode("latin-1")
     return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _evalsha(connection: Any, script: Hot, keys: list[str], args: list[Any]) -> Any:
+    connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+    try:
+        return connection.read_response()
+    except redis.exceptions.NoScriptError:
+        connection.send_command("EVAL", script.text, len(keys), *keys, *args)
+        return connection.read_response()
 
 
 def _known(known: str | None) -> list[Any]:
@@ -419,8 +442,6 @@ class RedisStore(Store):
             self._read_journal = self._redis.register_script(_READ)
             self._clear = self._redis.register_script(_CLEAR)
             self._count_drift = self._redis.register_script(_DRIFT)
-            self._read_live = self._redis.register_script(_LIVE)
-            self._write_live = self._redis.register_script(_WRITE)
             self._book = self._read_book()
             self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
             self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
@@ -428,6 +449,10 @@ class RedisStore(Store):
             raise StateError(f"--state {self._shown}: {exc or type(exc).__name__}") from None
         self._available, self._reason = True, ""
         self._pid = 0  # the process whose threads run: threads do not survive a fork, so each worker starts its own
+        # connections the hot scripts run on, taken and put back by one thread at a time (a list's pop and append
+        # are atomic); of one process: a forked worker starts with none (`_idle_pid`)
+        self._idle: list[Any] = []
+        self._idle_pid = os.getpid()
         self._starting = threading.Lock()
         self._closed = False
 
@@ -447,6 +472,34 @@ class RedisStore(Store):
         finally:
             if self.timed is not None:
                 self.timed(time.perf_counter() - started, failed)
+
+    def _run(self, script: Hot, keys: list[str], args: list[Any]) -> Any:
+        """A hot script's answer, by EVALSHA on an idle connection of the store's: no pool, lock or retry wrapper
+        of redis-py's on the way. A connection Redis dropped (restarted) is tried once more on a new one, as the
+        pool's retry would; NOSCRIPT (a restarted Redis, SCRIPT FLUSH) sends the script itself, which Redis keeps
+        again. Any other failure drops the connection: its answer may still be on the way."""
+        if self._idle_pid != os.getpid():  # a forked worker: the parent's sockets are not its own
+            self._idle, self._idle_pid = [], os.getpid()
+        idle = self._idle
+        try:
+            connection = idle.pop()
+        except IndexError:
+            pool = self._redis.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+        try:
+            try:
+                answer = _evalsha(connection, script, keys, args)
+            except redis.ConnectionError:  # dropped by a restarted Redis: once more, connected afresh
+                connection.disconnect()
+                answer = _evalsha(connection, script, keys, args)
+        except redis.ResponseError:  # an error in the script: the connection is fine
+            idle.append(connection)
+            raise
+        except BaseException:
+            connection.disconnect()
+            raise
+        idle.append(connection)
+        return answer
 
     def _lost(self, exc: redis.RedisError) -> str:
         """Why Redis cannot be used, said once in the log. A Redis that refused or did not answer in time is away
@@ -857,7 +910,7 @@ class RedisStore(Store):
         """The rows changed since `known` (all of them when it is no version of theirs), None when none did: one
         round trip either way (a read that first asked for the version made two whenever another write came
         between: more than a third of the reads of the mixed load)."""
-        return _since(self._guarded(lambda: self._read_live(keys=keys, args=_known(known))), known)
+        return _since(self._guarded(lambda: self._run(_LIVE_HOT, keys, _known(known))), known)
 
     def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
                     ) -> Rows:
@@ -876,7 +929,7 @@ class RedisStore(Store):
                 args += [name, value]
             for key, row in update.rows.items():
                 args += [key, "" if row is None else json.dumps(row, separators=(",", ":"))]
-            answer = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
+            answer = self._guarded(partial(self._run, _WRITE_HOT, [*keys, self._k("live-keys")], args))
             if answer[-1] == b"done":
                 return Rows(answer[0].decode(), dict(update.rows), dict(update.counters), since=current.version)
             current = _since(answer, current.version) or Rows(current.version, {}, {}, since=current.version)
@@ -945,6 +998,9 @@ class RedisStore(Store):
     def close(self) -> None:
         self._flush_at_exit()
         self._closed = True
+        if self._idle_pid == os.getpid():
+            for connection in self._idle:
+                connection.disconnect()
         if self._pid == os.getpid():
             with self._cond:
                 self._cond.notify_all()

@@ -457,11 +457,13 @@ class LiveCollection:
                 item[name] = item[whole][member]
         return item
 
-    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None) -> None:
-        """The item must fit every read that can answer it and the write's `own` answer (`own_quick`: the same,
-        rooted), or the write is the mock's own fault (500) and nothing is stored. The error names the field, the
-        schema branch that came closest, and whose the value is: the `request`'s (`sent`, the body), or the
-        `description`'s (a value the mock made from it, or one it requires that no one gave)."""
+    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None
+              ) -> dict[str, Any]:
+        """The item as served (`serve`), which must fit every read that can answer it and the write's `own` answer
+        (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is stored: the
+        write answers with it, not served again. The error names the field, the schema branch that came closest,
+        and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the mock made
+        from it, or one it requires that no one gave)."""
         served = self.serve(item)
         try:
             to_json(item)  # never store what cannot be served (private fields included)
@@ -471,7 +473,7 @@ class LiveCollection:
             raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
         if _fits(served, [*self._quick, *own_quick]):
-            return
+            return served
         for op_id, validator, wrap in (*self.checks, *own):
             answer = wrap(served)
             for error in map(_closest, iter_errors(validator, answer)):
@@ -483,6 +485,7 @@ class LiveCollection:
                     f"{field_ or '/'} (closest schema branch {branch}), by a value of the {source}: {error.message}",
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
+        return served
 
     def projection(self, schema: Schema) -> Projection:
         """How `project` makes an answer of `schema` (at start-up): the properties it declares, and which of them
@@ -909,7 +912,8 @@ class Write:
         answers = response is not None and bool(response.content)
         if batch and not body:
             return ([] if answers else None), {}  # an empty array creates nothing
-        kept: list[tuple[str, dict[str, Any]]] = []
+        # the items written, each as served (None: a deleted one, served only if the answer shows it)
+        kept: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
 
         def change(rows: Rows) -> RowsUpdate:
             view = live.advance(ctx.session, rows)
@@ -932,8 +936,7 @@ class Write:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                live.check(item, self.checks, own_quick, sent)
-                kept.append((key, item))
+                kept.append((item, live.check(item, self.checks, own_quick, sent)))
                 counters.update(live.counted(item, counters))
                 # items of one array that land at one place keep the array's order
                 ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
@@ -947,22 +950,21 @@ class Write:
             if found is None:
                 raise not_found(live.collection, ctx)
             old = view.items[found]
-            kept[:] = [(found, old)]
             if self.kind == "delete":
+                kept[:] = [(old, None)]
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
             own = {self.action: body} if isinstance(self.action, str) else \
                 {k: v for k, v in body.items() if k in live.fields} if self.action else body
             patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
-            live.check(item, self.checks, own_quick, body)
-            kept[-1] = (found, item)
+            kept[:] = [(item, live.check(item, self.checks, own_quick, body))]
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
         with live.lock:  # the view holds still from the first look to the write's own change of it
             known = live.held(store, ctx.session).version
             live.advance(ctx.session, store.change_live(ctx.session, live.name, change, known))
-        key, item = kept[-1]
+        item, served = kept[-1]
         headers: dict[str, str] = {}
         if self.kind == "create" and not batch and response is not None and \
                 any(h.lower() == "location" for h in response.headers):
@@ -970,5 +972,7 @@ class Write:
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
         if not answers:
             return None, headers
-        return [live.serve(item) for _, item in kept] if batch else self.shown(live.serve(item)), headers
+        if batch:
+            return [served for _, served in kept], headers
+        return self.shown(live.serve(item) if served is None else served), headers
 

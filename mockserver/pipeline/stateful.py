@@ -35,7 +35,7 @@ from ..base.json_values import find_unservable, unservable_message
 from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
-from ..spec.schema_walk import SchemaWalk, below
+from ..spec.schema_walk import Parts, SchemaWalk, below
 from ..spec.schemas import direct, fits, instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
 from ..state import UNKNOWN, Rows, RowsUpdate, Store
@@ -52,7 +52,6 @@ COMPLETER_CACHE_SIZE = 4096  # schemas whose parts and properties the `Completer
 _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
 
 Schema = tuple[Any, str]  # a schema node and its URI
-Parts = list[tuple[dict[str, Any], str]]
 Check = tuple[str, Any, Callable[[Any], Any]]  # an operation, the validator of its answer, what makes that answer
 Quick = tuple[Any, Callable[[Any], Any]]  # a check's validator rooted at its schema (`direct`), and its wrap
 
@@ -746,6 +745,8 @@ class Completer:
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
         """`done`: the top-level properties the collection's own fills gave a value already."""
+        if not isinstance(value, dict | list):
+            return value  # a string, number, boolean or null: no properties or items, no schema to look up
         parts = self.applying(value, read)
         if depth > _MAX_DEPTH or not parts:
             return value
@@ -810,15 +811,14 @@ class Completer:
         key = _ids(schemas)
         known = self._applying.get(key)
         if known is not None:
-            return list(known[1])
-        found = self._applying_to(value, schemas)
+            return known[1]
+        found = tuple(self._applying_to(value, schemas))
         if not any(node.get("anyOf") or node.get("oneOf") for node, _ in found):
             self._applying.put(key, (tuple(schemas), found))
-            return list(found)
         return found
 
-    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> Parts:
-        found: Parts = []
+    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+        found: list[tuple[dict[str, Any], str]] = []
         for schema in schemas:
             node, uri = self.walk.deref(*schema)
             if not isinstance(node, dict) or depth > _MAX_DEPTH:

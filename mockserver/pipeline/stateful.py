@@ -900,8 +900,18 @@ class Write:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
         a body to answer; a list of them after a create whose body is an array of items), and the headers the
         answer carries."""
-        live, body, own_quick = self.live, ctx.request.body, self._quick
-        assert own_quick is not None, "prepare() first"
+        live, body = self.live, ctx.request.body
+        assert self._quick is not None, "prepare() first"
+        made: list[Any] = [None, None]  # the item last served and the answer made of it, checked and then sent
+
+        def answer(served: dict[str, Any]) -> Any:
+            """The answer of another shape, made once: the check's is the one sent."""
+            if made[0] is not served:
+                made[:] = [served, self.shown(served)]
+            return made[1]
+
+        own_quick = self._quick if self._projection is None else [
+            (validator, answer if wrap == self.shown else wrap) for validator, wrap in self._quick]
         if body is None and self.kind != "delete" and not (self.op.request_body and self.op.request_body.required):
             body = {}  # an optional body left out: nothing sent (openai's `POST /videos` with none)
         batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
@@ -974,5 +984,5 @@ class Write:
             return None, headers
         if batch:
             return [served for _, served in kept], headers
-        return self.shown(live.serve(item) if served is None else served), headers
+        return answer(live.serve(item) if served is None else served), headers
 

@@ -9,7 +9,9 @@ What each piece costs on the request path, and why:
 - journal entries, coverage counts and the proxy's drift counts are queued and written by a background thread in
   batches (a stream with a length cap per scope, hashes of counts; a long body sent and kept once, by its digest,
   however many entries name it); a reader first asks every process to write what it queued.
-- a read of a written collection is one round trip (a script: nothing when its version is still the one held).
+- a read of a written collection is one round trip (a script: nothing when its version is still the one held),
+  a write one too (two when another process wrote first: the refusal carries what that changed); both scripts
+  run on the store's own idle connections.
 - every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
   answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
   noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API
@@ -320,7 +322,7 @@ class Hot(NamedTuple):
 
 
 def _hot(text: str) -> Hot:
-    return Hot(text, hashlib.sha1(text.encode()).hexdigest())
+    return Hot(text, hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest())
 
 
 _LIVE_HOT, _WRITE_HOT = _hot(_LIVE), _hot(_WRITE)

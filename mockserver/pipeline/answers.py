@@ -22,7 +22,7 @@ from ..base.pointers import pointer_join, pointer_tokens
 from ..fixtures.format import PAGE_DEFAULTS
 from ..fixtures.loading import Collection, FixtureSet, Located
 from ..spec.index import MediaType, Operation, SpecIndex, range_status
-from ..spec.schema_walk import SchemaWalk, below
+from ..spec.schema_walk import Parts, SchemaWalk, below
 from ..spec.schemas import instance_pointer, iter_errors, schema_types
 from ..spec.write_only import WriteOnly
 from ..state import Store
@@ -846,7 +846,7 @@ def _wrapped(query: ListQuery, live: LiveCollection, op_id: str, item: dict[str,
     return query.wrap([live.listed(op_id, item)])
 
 
-def _closed_properties(parts: list[tuple[dict[str, Any], str]]) -> frozenset[str] | None:
+def _closed_properties(parts: Parts) -> frozenset[str] | None:
     """The properties a closed object schema (`additionalProperties: false`, no `patternProperties`) declares;
     None when it is open."""
     if not any(part.get("additionalProperties") is False for part, _ in parts) or any(

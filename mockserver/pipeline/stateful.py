@@ -35,7 +35,7 @@ from ..base.json_values import find_unservable, unservable_message
 from ..base.pointers import pointer_join
 from ..fixtures.loading import Collection
 from ..spec.index import Operation
-from ..spec.schema_walk import SchemaWalk, below
+from ..spec.schema_walk import Parts, SchemaWalk, below
 from ..spec.schemas import direct, fits, instance_pointer, iter_errors, json_types
 from ..spec.write_only import WriteOnly
 from ..state import UNKNOWN, Rows, RowsUpdate, Store
@@ -52,7 +52,6 @@ COMPLETER_CACHE_SIZE = 4096  # schemas whose parts and properties the `Completer
 _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema stops there
 
 Schema = tuple[Any, str]  # a schema node and its URI
-Parts = list[tuple[dict[str, Any], str]]
 Check = tuple[str, Any, Callable[[Any], Any]]  # an operation, the validator of its answer, what makes that answer
 Quick = tuple[Any, Callable[[Any], Any]]  # a check's validator rooted at its schema (`direct`), and its wrap
 
@@ -457,11 +456,13 @@ class LiveCollection:
                 item[name] = item[whole][member]
         return item
 
-    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None) -> None:
-        """The item must fit every read that can answer it and the write's `own` answer (`own_quick`: the same,
-        rooted), or the write is the mock's own fault (500) and nothing is stored. The error names the field, the
-        schema branch that came closest, and whose the value is: the `request`'s (`sent`, the body), or the
-        `description`'s (a value the mock made from it, or one it requires that no one gave)."""
+    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None
+              ) -> dict[str, Any]:
+        """The item as served (`serve`), which must fit every read that can answer it and the write's `own` answer
+        (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is stored: the
+        write answers with it, not served again. The error names the field, the schema branch that came closest,
+        and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the mock made
+        from it, or one it requires that no one gave)."""
         served = self.serve(item)
         try:
             to_json(item)  # never store what cannot be served (private fields included)
@@ -471,7 +472,7 @@ class LiveCollection:
             raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
         if _fits(served, [*self._quick, *own_quick]):
-            return
+            return served
         for op_id, validator, wrap in (*self.checks, *own):
             answer = wrap(served)
             for error in map(_closest, iter_errors(validator, answer)):
@@ -483,6 +484,7 @@ class LiveCollection:
                     f"{field_ or '/'} (closest schema branch {branch}), by a value of the {source}: {error.message}",
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
+        return served
 
     def projection(self, schema: Schema) -> Projection:
         """How `project` makes an answer of `schema` (at start-up): the properties it declares, and which of them
@@ -743,6 +745,8 @@ class Completer:
     def complete(self, value: Any, read: list[Schema], sent: list[Schema], done: frozenset[str] = frozenset(),
                  depth: int = 0) -> Any:
         """`done`: the top-level properties the collection's own fills gave a value already."""
+        if not isinstance(value, dict | list):
+            return value  # a string, number, boolean or null: no properties or items, no schema to look up
         parts = self.applying(value, read)
         if depth > _MAX_DEPTH or not parts:
             return value
@@ -807,15 +811,14 @@ class Completer:
         key = _ids(schemas)
         known = self._applying.get(key)
         if known is not None:
-            return list(known[1])
-        found = self._applying_to(value, schemas)
+            return known[1]
+        found = tuple(self._applying_to(value, schemas))
         if not any(node.get("anyOf") or node.get("oneOf") for node, _ in found):
             self._applying.put(key, (tuple(schemas), found))
-            return list(found)
         return found
 
-    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> Parts:
-        found: Parts = []
+    def _applying_to(self, value: Any, schemas: list[Schema], depth: int = 0) -> list[tuple[dict[str, Any], str]]:
+        found: list[tuple[dict[str, Any], str]] = []
         for schema in schemas:
             node, uri = self.walk.deref(*schema)
             if not isinstance(node, dict) or depth > _MAX_DEPTH:
@@ -897,8 +900,18 @@ class Write:
         """Write, atomically in the caller's scope; the item as reads will serve it (None after a delete without
         a body to answer; a list of them after a create whose body is an array of items), and the headers the
         answer carries."""
-        live, body, own_quick = self.live, ctx.request.body, self._quick
-        assert own_quick is not None, "prepare() first"
+        live, body = self.live, ctx.request.body
+        assert self._quick is not None, "prepare() first"
+        made: list[Any] = [None, None]  # the item last served and the answer made of it, checked and then sent
+
+        def answer(served: dict[str, Any]) -> Any:
+            """The answer of another shape, made once: the check's is the one sent."""
+            if made[0] is not served:
+                made[:] = [served, self.shown(served)]
+            return made[1]
+
+        own_quick = self._quick if self._projection is None else [
+            (validator, answer if wrap == self.shown else wrap) for validator, wrap in self._quick]
         if body is None and self.kind != "delete" and not (self.op.request_body and self.op.request_body.required):
             body = {}  # an optional body left out: nothing sent (openai's `POST /videos` with none)
         batch = self.kind == "create" and isinstance(body, list) and all(isinstance(b, dict) for b in body)
@@ -909,7 +922,8 @@ class Write:
         answers = response is not None and bool(response.content)
         if batch and not body:
             return ([] if answers else None), {}  # an empty array creates nothing
-        kept: list[tuple[str, dict[str, Any]]] = []
+        # the items written, each as served (None: a deleted one, served only if the answer shows it)
+        kept: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
 
         def change(rows: Rows) -> RowsUpdate:
             view = live.advance(ctx.session, rows)
@@ -932,8 +946,7 @@ class Write:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                live.check(item, self.checks, own_quick, sent)
-                kept.append((key, item))
+                kept.append((item, live.check(item, self.checks, own_quick, sent)))
                 counters.update(live.counted(item, counters))
                 # items of one array that land at one place keep the array's order
                 ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
@@ -947,22 +960,21 @@ class Write:
             if found is None:
                 raise not_found(live.collection, ctx)
             old = view.items[found]
-            kept[:] = [(found, old)]
             if self.kind == "delete":
+                kept[:] = [(old, None)]
                 return RowsUpdate({found: {"gone": True} if live.in_fixtures(found) else None})
             own = {self.action: body} if isinstance(self.action, str) else \
                 {k: v for k, v in body.items() if k in live.fields} if self.action else body
             patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
-            live.check(item, self.checks, own_quick, body)
-            kept[-1] = (found, item)
+            kept[:] = [(item, live.check(item, self.checks, own_quick, body))]
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
         with live.lock:  # the view holds still from the first look to the write's own change of it
             known = live.held(store, ctx.session).version
             live.advance(ctx.session, store.change_live(ctx.session, live.name, change, known))
-        key, item = kept[-1]
+        item, served = kept[-1]
         headers: dict[str, str] = {}
         if self.kind == "create" and not batch and response is not None and \
                 any(h.lower() == "location" for h in response.headers):
@@ -970,5 +982,7 @@ class Write:
             headers["Location"] = ctx.path.rstrip("/") + "/" + quote(str(value), safe="")
         if not answers:
             return None, headers
-        return [live.serve(item) for _, item in kept] if batch else self.shown(live.serve(item)), headers
+        if batch:
+            return [served for _, served in kept], headers
+        return answer(live.serve(item) if served is None else served), headers
 

@@ -2,6 +2,7 @@
 a schema is made of (`allOf`, `oneOf`, `anyOf`): what the XML writer and the answers' request echo need."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..base.bounded import BoundedCache
@@ -10,7 +11,7 @@ from .schemas import Resolve
 
 _MAX_DEPTH = 32  # of `$ref`s followed for one part of a value (a loop of refs stops there)
 _PARTS = 8192  # schemas whose parts are cached
-Parts = list[tuple[dict[str, Any], str]]
+Parts = Sequence[tuple[dict[str, Any], str]]  # a schema's parts, read only: `parts` gives every caller one tuple
 
 
 class SchemaWalk:
@@ -30,9 +31,9 @@ class SchemaWalk:
     def parts(self, node: Any, uri: str) -> Parts:
         """The schema and those it is made of, where properties and items may be declared: found once per schema
         (a stateful write asks for them at every level of the item, on every write)."""
-        return list(self._parts.made((id(node), uri), lambda: (node, self._parts_of(node, uri)))[1])
+        return self._parts.made((id(node), uri), lambda: (node, tuple(self._parts_of(node, uri))))[1]
 
-    def _parts_of(self, node: Any, uri: str, depth: int = 0) -> Parts:
+    def _parts_of(self, node: Any, uri: str, depth: int = 0) -> list[tuple[dict[str, Any], str]]:
         node, uri = self.deref(node, uri)
         if not isinstance(node, dict) or depth > _MAX_DEPTH:
             return []

@@ -9,7 +9,9 @@ What each piece costs on the request path, and why:
 - journal entries, coverage counts and the proxy's drift counts are queued and written by a background thread in
   batches (a stream with a length cap per scope, hashes of counts; a long body sent and kept once, by its digest,
   however many entries name it); a reader first asks every process to write what it queued.
-- a read of a written collection is one round trip (a script: nothing when its version is still the one held).
+- a read of a written collection is one round trip (a script: nothing when its version is still the one held),
+  a write one too (two when another process wrote first: the refusal carries what that changed); both scripts
+  run on the store's own idle connections.
 - every call waits at most the timeout (`--state-timeout`, 1 s): a Redis that refuses and one that does not
   answer (stopped, frozen, cut off) are the same 503. The listener pings it twice a second, so a frozen Redis is
   noticed without a request waiting for it; from then on `check()` fails at once (the API and the control API
@@ -34,7 +36,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode, urlunsplit
 
 import redis
@@ -270,46 +272,58 @@ return 1
 # a scope's writes to a collection (stateful mode) are three keys: a hash (KEYS[1]: `r:<key>` a row as JSON, `~v`
 # the version `<epoch>.<n>`, `~e` the epoch, `~n` the writes so far), a sorted set of item keys by the number of
 # the write that last changed them (KEYS[2]), and a hash of counters (KEYS[3]).
-# _LIVE: what changed since version ARGV[1] (epoch ARGV[2], number ARGV[3]): {''} nothing written; {version} no
-# change; {version, 'delta', counters, keys, rows} the rows changed since (false: removed); else {version, 'full',
-# counters, the hash}. A reader pays for what changed, not for the collection.
-_LIVE = """
+# _SINCE: what changed since version `known` (epoch, number) when the version is now `v` (neither nothing nor
+# `known`): {v, 'delta', counters, keys, rows} the rows changed since (false: removed), else {v, 'full', counters,
+# the hash}. A reader pays for what changed, not for the collection.
+_SINCE = """
+local function since(v, epoch, number, limit)
+  local counters = redis.call('HGETALL', KEYS[3])
+  if number ~= '' and redis.call('HGET', KEYS[1], '~e') == epoch then
+    local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. number, '+inf', 'LIMIT', 0, tonumber(limit) + 1)
+    if #keys <= tonumber(limit) then
+      local rows = {}
+      if #keys > 0 then
+        local fields = {}
+        for i, k in ipairs(keys) do fields[i] = 'r:' .. k end
+        rows = redis.call('HMGET', KEYS[1], unpack(fields))
+      end
+      return {v, 'delta', counters, keys, rows}
+    end
+  end
+  return {v, 'full', counters, redis.call('HGETALL', KEYS[1])}
+end
+"""
+# _LIVE: what changed since version ARGV[1] (epoch ARGV[2], number ARGV[3], at most ARGV[4] rows as a delta): {''}
+# nothing written; {version} no change; else as _SINCE.
+_LIVE = _SINCE + """
 local v = redis.call('HGET', KEYS[1], '~v')
 if not v then return {''} end
 if v == ARGV[1] then return {v} end
-local counters = redis.call('HGETALL', KEYS[3])
-if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], '~e') == ARGV[2] then
-  local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ARGV[3], '+inf', 'LIMIT', 0, tonumber(ARGV[4]) + 1)
-  if #keys <= tonumber(ARGV[4]) then
-    local rows = {}
-    if #keys > 0 then
-      local fields = {}
-      for i, k in ipairs(keys) do fields[i] = 'r:' .. k end
-      rows = redis.call('HMGET', KEYS[1], unpack(fields))
-    end
-    return {v, 'delta', counters, keys, rows}
-  end
-end
-return {v, 'full', counters, redis.call('HGETALL', KEYS[1])}
+return since(v, ARGV[2], ARGV[3], ARGV[4])
 """
 
-# _WRITE: one write, only if the version is still ARGV[1] ('' for nothing written): {1, new version}, else
-# {0, version now}. ARGV[2] is the epoch when the rows start from nothing, ARGV[3] the number of counters that
-# follow (name, value), then (item key, row) pairs, '' removing the row. It touches only the rows it writes.
-_WRITE = """
-local v = redis.call('HGET', KEYS[1], '~v') or ''
-if v ~= ARGV[1] then return {0, v} end
+# _WRITE: one write, only if the version is still ARGV[1] ('' for nothing written; epoch ARGV[2], number ARGV[3],
+# as _LIVE's): {new version, 'done'}; else what changed since, as _LIVE answers it, so the writer decides again
+# without another round trip. ARGV[5] is the epoch when the rows start from nothing, ARGV[6] the number of counters
+# that follow (name, value), then (item key, row) pairs, '' removing the row. It touches only the rows it writes.
+_WRITE = _SINCE + """
+local v = redis.call('HGET', KEYS[1], '~v')
+if not v then
+  if ARGV[1] ~= '' then return {''} end
+elseif v ~= ARGV[1] then
+  return since(v, ARGV[2], ARGV[3], ARGV[4])
+end
 local e = redis.call('HGET', KEYS[1], '~e')
 if not e then
-  e = ARGV[2]
+  e = ARGV[5]
   redis.call('HSET', KEYS[1], '~e', e)
 end
 local n = redis.call('HINCRBY', KEYS[1], '~n', 1)
 local version = e .. '.' .. n
 redis.call('HSET', KEYS[1], '~v', version)
-local c = tonumber(ARGV[3])
-for i = 4, 3 + 2 * c, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
-for i = 4 + 2 * c, #ARGV, 2 do
+local c = tonumber(ARGV[6])
+for i = 7, 6 + 2 * c, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+for i = 7 + 2 * c, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', KEYS[1], 'r:' .. ARGV[i])
   else
@@ -318,10 +332,24 @@ for i = 4 + 2 * c, #ARGV, 2 do
   redis.call('ZADD', KEYS[2], n, ARGV[i])
 end
 redis.call('SADD', KEYS[4], KEYS[1], KEYS[2], KEYS[3])
-return {1, version}
+return {version, 'done'}
 """
 LARGEST = 2**63 - 1  # the largest number Redis takes as a stream id or a count: a larger one means as much
 DELTA_LIMIT = 4000  # rows read as what changed; past it, all of them (a Lua call takes at most ~8,000 arguments)
+
+
+class Hot(NamedTuple):
+    """A script of the request path, run on the store's own idle connections (`RedisStore._run`) by its SHA-1."""
+
+    text: str
+    sha: str
+
+
+def _hot(text: str) -> Hot:
+    return Hot(text, hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest())
+
+
+_LIVE_HOT, _WRITE_HOT = _hot(_LIVE), _hot(_WRITE)
 
 
 def _split_url(url: str) -> tuple[str, str, str]:
@@ -374,6 +402,34 @@ def _entry(stream_id: bytes, fields: dict[bytes, bytes], bodies: Mapping[bytes, 
         if field in fields:
             data[name] = bodies[fields[field]]
     return Entry(int(stream_id.split(b"-")[0]), **data)
+
+
+def _evalsha(connection: Any, script: Hot, keys: list[str], args: list[Any]) -> Any:
+    connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+    try:
+        return connection.read_response()
+    except redis.exceptions.NoScriptError:
+        connection.send_command("EVAL", script.text, len(keys), *keys, *args)
+        return connection.read_response()
+
+
+def _known(known: str | None) -> list[Any]:
+    """A held version as _LIVE and _WRITE take it: the version, its epoch, its number, and the delta limit."""
+    epoch, _, number = (known or "").rpartition(".")
+    return [known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]
+
+
+def _since(answer: list[Any], known: str | None) -> Rows | None:
+    """_LIVE's (or a refused _WRITE's) answer: the rows changed since `known`, None when none did."""
+    version = answer[0].decode() or None
+    if version == known:
+        return None
+    if version is None:
+        return Rows()
+    if answer[1] == b"delta":
+        rows = {key.decode(): json.loads(row) if row else None for key, row in zip(answer[3], answer[4])}
+        return Rows(version, rows, _counters(answer[2]), since=known)
+    return _full(answer[0], answer[2], answer[3])
 
 
 def _full(version: bytes, counters: list[bytes], raw: list[bytes]) -> Rows:
@@ -433,8 +489,6 @@ class RedisStore(Store):
             self._read_journal = self._redis.register_script(_READ)
             self._clear = self._redis.register_script(_CLEAR)
             self._count_drift = self._redis.register_script(_DRIFT)
-            self._read_live = self._redis.register_script(_LIVE)
-            self._write_live = self._redis.register_script(_WRITE)
             self._book = self._read_book()
             self._redis.set(self._k("secret"), secrets.token_hex(32), nx=True)
             self._secret = self._redis.get(self._k("secret")).decode()  # type: ignore[union-attr]
@@ -442,6 +496,10 @@ class RedisStore(Store):
             raise StateError(f"--state {self._shown}: {exc or type(exc).__name__}") from None
         self._available, self._reason = True, ""
         self._pid = 0  # the process whose threads run: threads do not survive a fork, so each worker starts its own
+        # connections the hot scripts run on, taken and put back by one thread at a time (a list's pop and append
+        # are atomic); of one process: a forked worker starts with none (`_idle_pid`)
+        self._idle: list[Any] = []
+        self._idle_pid = _Process.pid
         self._starting = threading.Lock()
         self._closed = False
 
@@ -461,6 +519,34 @@ class RedisStore(Store):
         finally:
             if self.timed is not None:
                 self.timed(time.perf_counter() - started, failed)
+
+    def _run(self, script: Hot, keys: list[str], args: list[Any]) -> Any:
+        """A hot script's answer, by EVALSHA on an idle connection of the store's: no pool, lock or retry wrapper
+        of redis-py's on the way. A connection Redis dropped (restarted) is tried once more on a new one, as the
+        pool's retry would; NOSCRIPT (a restarted Redis, SCRIPT FLUSH) sends the script itself, which Redis keeps
+        again. Any other failure drops the connection: its answer may still be on the way."""
+        if self._idle_pid != _Process.pid:  # a forked worker: the parent's sockets are not its own
+            self._idle, self._idle_pid = [], _Process.pid
+        idle = self._idle
+        try:
+            connection = idle.pop()
+        except IndexError:
+            pool = self._redis.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+        try:
+            try:
+                answer = _evalsha(connection, script, keys, args)
+            except redis.ConnectionError:  # dropped by a restarted Redis: once more, connected afresh
+                connection.disconnect()
+                answer = _evalsha(connection, script, keys, args)
+        except redis.ResponseError:  # an error in the script: the connection is fine
+            idle.append(connection)
+            raise
+        except BaseException:
+            connection.disconnect()
+            raise
+        idle.append(connection)
+        return answer
 
     def _lost(self, exc: redis.RedisError) -> str:
         """Why Redis cannot be used, said once in the log. A Redis that refused or did not answer in time is away
@@ -878,39 +964,29 @@ class RedisStore(Store):
         """The rows changed since `known` (all of them when it is no version of theirs), None when none did: one
         round trip either way (a read that first asked for the version made two whenever another write came
         between: more than a third of the reads of the mixed load)."""
-        epoch, _, number = (known or "").rpartition(".")
-        answer = self._guarded(lambda: self._read_live(
-            keys=keys, args=[known or "", epoch, number if number.isdigit() else "", DELTA_LIMIT]))
-        version = answer[0].decode() or None
-        if version == known:
-            return None
-        if version is None:
-            return Rows()
-        if answer[1] == b"delta":
-            rows = {key.decode(): json.loads(row) if row else None for key, row in zip(answer[3], answer[4])}
-            return Rows(version, rows, _counters(answer[2]), since=known)
-        return _full(answer[0], answer[2], answer[3])
+        return _since(self._guarded(lambda: self._run(_LIVE_HOT, keys, _known(known))), known)
 
     def change_live(self, scope: str | None, collection: str, change: RowsChange, known: str | None = UNKNOWN
                     ) -> Rows:
         """One script call when `known` is still the version (a writer that holds its collection, as the mock
-        does): the write checks the version and applies in one step; another process's write first sends
-        `change` what it changed, and the write is tried again."""
+        does): the write checks the version and applies in one step. Refused because another process wrote
+        first, the same call answers what that changed: `change` decides again from it, and the write is sent
+        again (two calls, not three with a read between)."""
         keys = self._live_keys(scope, collection)
         current = Rows(known, {}, {}, since=known) if known != UNKNOWN else self._changed(keys, UNKNOWN) or Rows()
         while True:
             update = change(current)
             # an epoch only for rows that start from nothing (uuid4 was 7 % of a worker's samples under writes)
-            args: list[Any] = [current.version or "", "" if current.version else uuid.uuid4().hex,
+            args: list[Any] = [*_known(current.version), "" if current.version else uuid.uuid4().hex,
                                len(update.counters)]
             for name, value in update.counters.items():
                 args += [name, value]
             for key, row in update.rows.items():
                 args += [key, "" if row is None else json.dumps(row, separators=(",", ":"))]
-            done, version = self._guarded(partial(self._write_live, keys=[*keys, self._k("live-keys")], args=args))
-            if done:
-                return Rows(version.decode(), dict(update.rows), dict(update.counters), since=current.version)
-            current = self._changed(keys, current.version) or Rows(current.version, {}, {}, since=current.version)
+            answer = self._guarded(partial(self._run, _WRITE_HOT, [*keys, self._k("live-keys")], args))
+            if answer[-1] == b"done":
+                return Rows(answer[0].decode(), dict(update.rows), dict(update.counters), since=current.version)
+            current = _since(answer, current.version) or Rows(current.version, {}, {}, since=current.version)
 
     def forget_live(self, scope: str | None) -> None:
         start = self._k(f"live|{scope}|")
@@ -976,6 +1052,9 @@ class RedisStore(Store):
     def close(self) -> None:
         self._flush_at_exit()
         self._closed = True
+        if self._idle_pid == _Process.pid:
+            for connection in self._idle:
+                connection.disconnect()
         if self._pid == _Process.pid:
             with self._cond:
                 self._cond.notify_all()

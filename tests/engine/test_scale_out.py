@@ -426,3 +426,38 @@ def test_after_two_is_the_third_call_across_workers_and_replicas(fresh):
     assert [call(port, cases)[0] for port in (a, b)] == [503, 503]
     shown = call(a, "/__mock/scenarios")[1]["scenarios"]
     assert [s.get("currentState") for s in shown if "state" in s] == ["down", "down"]
+
+
+PETS = ROOT / "tests" / "data" / "pets"
+
+
+def test_a_replica_killed_in_the_middle_of_writes_loses_none_it_answered_and_no_id_is_given_twice(redis_server):
+    """Two stateful replicas create pets in one session at once, and one is killed (-9, its workers too) in the
+    middle: every create either replica answered 201 is listed once by the survivor, under the id it answered, and
+    no id is held by two pets; the survivor goes on creating."""
+    url, session = redis_server.url(), {"X-Mock-Session": "farm"}
+    pets = ("--spec", str(PETS / "openapi.yaml"), "--fixtures", str(PETS / "fixtures"), "--state", url,
+            "--log-level", "warning")
+
+    def create(port: int, n: int) -> tuple[int, str] | None:
+        try:
+            status, pet = call(port, "/pets", "POST", {"name": f"P{n:02}"}, session)
+        except OSError:  # the killed replica: the write may or may not have landed, but nobody was told it did
+            return None
+        assert status == 201, pet
+        return int(pet["id"]), pet["name"]
+
+    with serving(*pets) as (_, survivor), serving(*pets, "--workers", "2") as (killed, victim):
+        with ThreadPoolExecutor(8) as pool:
+            answered = list(pool.map(lambda n: create((survivor, victim)[n % 2], n), range(30)))
+            later = [pool.submit(create, (survivor, victim)[n % 2], n) for n in range(30, 80)]
+            time.sleep(0.05)
+            os.killpg(killed.pid, signal.SIGKILL)
+            answered += [done.result() for done in later]
+        status, listed = call(survivor, "/pets?limit=100", headers=session)
+        assert status == 200
+        held = [(pet["id"], pet["name"]) for pet in listed["data"]]
+        assert len({pet_id for pet_id, _ in held}) == len(held), "an id given twice"
+        assert len({name for _, name in held}) == len(held), "a create kept twice"
+        assert {pet for pet in answered if pet is not None} <= set(held)
+        assert create(survivor, 99) not in held

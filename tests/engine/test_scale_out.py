@@ -461,3 +461,25 @@ def test_a_replica_killed_in_the_middle_of_writes_loses_none_it_answered_and_no_
         assert len({name for _, name in held}) == len(held), "a create kept twice"
         assert {pet for pet in answered if pet is not None} <= set(held)
         assert create(survivor, 99) not in held
+
+
+def test_writes_while_redis_restarts_are_503s_of_the_mock_then_they_land_again_with_no_id_twice(own_redis):
+    """A Redis without persistence restarts under a stateful mock: the writes meanwhile are the mock's 503 (never a
+    500, never acknowledged and lost), and afterwards creates land again on the collection as the fixtures give
+    it, each under an id of its own."""
+    pets = ("--spec", str(PETS / "openapi.yaml"), "--fixtures", str(PETS / "fixtures"), "--state", own_redis.url(),
+            "--workers", "2", "--log-level", "warning")
+    with serving(*pets) as (_, port):
+        assert all(call(port, "/pets", "POST", {"name": f"A{n}"})[0] == 201 for n in range(4))
+        own_redis.stop()
+        status, answer = call(port, "/pets", "POST", {"name": "lost"})
+        assert status == 503 and answer["error"]["code"] == "mock-state-unavailable"
+        own_redis.start()
+        assert until(lambda: all(call(port, "/pets", "POST", {"name": "B"})[0] == 201 for _ in range(2)))
+        with ThreadPoolExecutor(8) as pool:
+            created = list(pool.map(lambda n: call(port, "/pets", "POST", {"name": f"C{n}"}), range(20)))
+        assert [status for status, _ in created] == [201] * 20
+        listed = call(port, "/pets?limit=100")[1]["data"]
+        assert len({pet["id"] for pet in listed}) == len(listed)
+        assert {f"C{n}" for n in range(20)} <= {pet["name"] for pet in listed}
+        assert not {"lost", "A0"} & {pet["name"] for pet in listed}

@@ -41,17 +41,68 @@ def fill(template: Any, values: dict[str, Any]) -> Any:
     if isinstance(template, list):
         return [v for v in (fill(sub, values) for sub in template) if v is not _DROP]
     if isinstance(template, str) and "{{" in template:
-        stripped = template.strip()
-        if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
-            value = values.get(stripped[2:-2].strip())
+        name = _placeholder(template)
+        if name is not None:
+            value = values.get(name)
             return _DROP if value is None else value
-        for name, value in values.items():
-            template = template.replace("{{" + name + "}}", "" if value is None else str(value))
-        return template
+        return _replaced(template, values)
     return template
 
 
 _DROP = object()
+Filler = Callable[[dict[str, Any]], Any]
+
+
+def filler(template: Any, known: dict[str, Any]) -> Filler:
+    """`fill` of `template` made once: what the `known` values alone fill is filled now, the rest on each call,
+    which is given all the values (`fill`'s own)."""
+    fixed, part = _folded(template, known)
+    return (lambda values: part) if fixed else part
+
+
+def _folded(template: Any, known: dict[str, Any]) -> tuple[bool, Any]:
+    """(True, the part filled) where `known` fills it all; else (False, the function that fills it)."""
+    if isinstance(template, dict):
+        items = [(key, *_folded(sub, known)) for key, sub in template.items()]
+        if all(fixed for _, fixed, _ in items):
+            return True, {key: part for key, _, part in items if part is not _DROP}
+
+        def filled_dict(values: dict[str, Any]) -> dict[str, Any]:
+            result = {}
+            for key, fixed, part in items:
+                value = part if fixed else part(values)
+                if value is not _DROP:
+                    result[key] = value
+            return result
+        return False, filled_dict
+    if isinstance(template, list):
+        parts = [_folded(sub, known) for sub in template]
+        if all(fixed for fixed, _ in parts):
+            return True, [part for _, part in parts if part is not _DROP]
+        return False, lambda values: [v for v in (part if fixed else part(values) for fixed, part in parts)
+                                      if v is not _DROP]
+    if isinstance(template, str) and "{{" in template:
+        name = _placeholder(template)
+        if name is None:  # a text: filled whole on each call, in `fill`'s order
+            return False, lambda values: _replaced(template, values)
+        if name in known:
+            return True, _DROP if known[name] is None else known[name]
+        return False, lambda values: _DROP if (value := values.get(name)) is None else value
+    return True, template
+
+
+def _placeholder(text: str) -> str | None:
+    """The name of a text that is one placeholder (`"{{message}}"`), whose value takes its place whatever its type."""
+    stripped = text.strip()
+    if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+        return stripped[2:-2].strip()
+    return None
+
+
+def _replaced(text: str, values: dict[str, Any]) -> str:
+    for name, value in values.items():
+        text = text.replace("{{" + name + "}}", "" if value is None else str(value))
+    return text
 
 
 def path_to(template: Any, placeholder: str) -> list[Any] | None:
@@ -125,19 +176,24 @@ class OwnBody:
         return cls(media_type, body, message, statuses, fits, request_id, code,
                    fits(_VALIDATION_PROBE) and not fits(_UNPLACED))
 
-    def render(self, error: MockError, request_id: str) -> Any:
-        """The body for `error`: FastAPI's list of the violations, else the body for its status, with the
-        message, a mock's own code and the request's id where they go."""
+    def prepared(self, status: int, code: str | None) -> Any:
+        """The body for a status and code before an error's message and request id: the same for each such error."""
+        body = self.for_status(status)
+        if self.code_path is not None and (code or "").startswith("mock-"):
+            body = _put(body, self.code_path, code)
+        return body
+
+    def render(self, error: MockError, request_id: str, prepared: Any) -> Any:
+        """The body for `error`: FastAPI's list of the violations, else its `prepared` body with the message and
+        the request's id where they go."""
         if self.validation and isinstance(error, InvalidRequest):
             listed = _validation_body(error.violations, self.fits)
             if listed is not None:
                 return listed
-        body = self.for_status(error.status)
+        body = prepared
         if self.message_path is not None:
             message = error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE - 1] + "…"
             body = _put(body, self.message_path, message)
-        if self.code_path is not None and (error.code or "").startswith("mock-"):
-            body = _put(body, self.code_path, error.code)
         if self.request_id_path is not None:
             body = _put(body, self.request_id_path, request_id)
         return body
@@ -263,6 +319,30 @@ def slug(status: int) -> str:
         return f"status-{status}"
 
 
+_RENDERED_MAX = 4096  # kinds of error answer kept prepared: a scenario's own code makes one kind per code
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """What each error answer of one kind (an operation, a status, a code) shares, worked out on its first
+    answer: its media type, and the API's own body (`own`) for that status and code, or the envelope's filler
+    with the code, status and title in; an error's message, details and request id are put in per answer."""
+
+    media_type: str
+    own: OwnBody | None
+    prepared: Any  # the own body before the message and request id
+    envelope: Filler
+    code: str  # the envelope's
+    status: int
+    title: str
+
+    def body(self, error: MockError, request_id: str) -> Any:
+        if self.own is not None:
+            return self.own.render(error, request_id, self.prepared)
+        return self.envelope({"code": self.code, "message": error.message, "details": error.details,
+                              "requestId": request_id, "status": self.status, "title": self.title})
+
+
 class ErrorRenderer:
     def __init__(self, settings: dict[str, Any] | None, spec: SpecIndex) -> None:
         settings = settings or {}
@@ -280,6 +360,7 @@ class ErrorRenderer:
         # the error body most of the description's error responses share, for an error no response declares
         # (startup.learn_error_convention); None: RFC 7807 there
         self.convention: OwnBody | None = None
+        self._rendered: dict[tuple[str | None, int, str | None], Rendered] = {}  # (operation, status, code)
         for op in spec.operations.values():
             for status, response in op.responses.items():
                 if status.isdigit() and int(status) >= 400 and response.content:
@@ -307,10 +388,12 @@ class ErrorRenderer:
         status (whose code is the API's word: `agent-not-found`)."""
         statuses = frozenset() if example and key.isdigit() else frozenset(statuses_under(key))
         self.description_bodies[(op.id, key)] = OwnBody.of(media_type, body, statuses, fits)
+        self._rendered.clear()  # the checks at start-up rendered errors before this body was known
 
     def use_convention(self, media_type: str, body: Any, fits: Callable[[Any], bool]) -> None:
         """Answer the errors no response declares (a body) with `body`, the API's usual error body."""
         self.convention = OwnBody.of(media_type, body, frozenset(MOCK_STATUSES), fits)
+        self._rendered.clear()
 
     def _own(self, status: int, op: Operation | None, code: str | None = None) -> OwnBody | None:
         """The API's own error body for this status, if it takes the place of the envelope: the response's that
@@ -332,30 +415,46 @@ class ErrorRenderer:
         return op if op is not None else self._unrouted.get(status)
 
     def body(self, error: MockError, request_id: str, op: Operation | None) -> Any:
-        own = self._own(error.status, self._shape(error.status, op), error.code)
-        if own is not None:
-            return own.render(error, request_id)
-        return self.envelope(error, request_id, op)
+        return self.rendered(error.status, op, error.code).body(error, request_id)
 
     def envelope(self, error: MockError, request_id: str, op: Operation | None) -> Any:
         """The error in the fixtures' template (RFC 7807 by default)."""
         return fill(self.template, {
-            "code": error.code or self.code(error.status, op),
-            "message": error.message,
-            "details": error.details,
-            "requestId": request_id,
-            "status": error.status,
-            "title": HTTPStatus(error.status).phrase if error.status in HTTPStatus._value2member_map_ else "Error",
+            "code": error.code or self.code(error.status, op), "message": error.message, "details": error.details,
+            "requestId": request_id, "status": error.status, "title": _title(error.status),
         })
 
     def media_type_for(self, status: int, op: Operation | None, code: str | None = None) -> str:
-        """The media type the operation declares for this status when it does, else the envelope's. With no
-        operation, the first that declares the status stands for the API."""
-        op = self._shape(status, op)
-        own = self._own(status, op, code)
+        return self.rendered(status, op, code).media_type
+
+    def rendered(self, status: int, op: Operation | None, code: str | None) -> Rendered:
+        """What each error of `status` and `code` on `op` shares, worked out on its first answer."""
+        key = (op.id if op is not None else None, status, code)
+        found = self._rendered.get(key)
+        if found is None:
+            found = self._prepare(status, op, code)
+            if len(self._rendered) < _RENDERED_MAX:
+                self._rendered[key] = found
+        return found
+
+    def _prepare(self, status: int, op: Operation | None, code: str | None) -> Rendered:
+        """The API's own body for the status, else the envelope; in the media type the operation declares for
+        the status when it does, else the envelope's. With no operation, the first that declares the status stands
+        for the API."""
+        shape = self._shape(status, op)
+        own = self._own(status, shape, code)
+        media_type = self.media_type
+        response = shape.response(status) if shape is not None else None
         if own is not None:
-            return own.media_type
-        response = op.response(status) if op is not None else None
-        if response is not None and response.content and self.media_type not in response.content:
-            return next(iter(response.content))
-        return self.media_type
+            media_type = own.media_type
+        elif response is not None and response.content and self.media_type not in response.content:
+            media_type = next(iter(response.content))
+        prepared = own.prepared(status, code) if own is not None else None
+        code = code or self.code(status, op)
+        title = _title(status)
+        envelope = filler(self.template, {"code": code, "status": status, "title": title})
+        return Rendered(media_type, own, prepared, envelope, code, status, title)
+
+
+def _title(status: int) -> str:
+    return HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"

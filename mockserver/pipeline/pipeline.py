@@ -415,8 +415,9 @@ class Pipeline:
         return self.error_response(error, self.new_request_id(), self.router.guess(request_line))
 
     def error_response(self, error: MockError, request_id: str, op: Operation | None) -> MockResponse:
-        payload = self.errors.body(error, request_id, op)
-        media_type = self.errors.media_type_for(error.status, op, error.code)
+        rendered = self.errors.rendered(error.status, op, error.code)  # what errors of its kind share
+        payload = rendered.body(error, request_id)
+        media_type = rendered.media_type
         headers = {**(self.declared_headers(op, error.status) if op else {}), **error.headers,
                    self.request_id_header: request_id}
         return MockResponse(error.status, serialize(payload, media_type), media_type, headers, "error",

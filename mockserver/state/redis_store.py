@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import multiprocessing.util
-import os
 import secrets
 import threading
 import time
@@ -45,6 +44,7 @@ from redis.retry import Retry
 
 from ..base.bounded import BoundedCache
 from ..base.errors import MockError
+from ..base.process import PROCESS
 from . import (
     COUNTED_KINDS,
     DRIFT_KINDS,
@@ -453,20 +453,6 @@ def _call(raw: bytes) -> Call:
     return Call(op, method, path, query, status, tuple((k, v) for k, v in headers), bool(violated and violated[0]))
 
 
-class _Process:
-    """This process's id, asked of the OS once and again in a forked child (a server's worker), not on every call
-    recorded: a store's threads are those of the process that started them, and a fork starts its own."""
-
-    pid = os.getpid()
-
-    @classmethod
-    def forked(cls) -> None:
-        cls.pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_Process.forked)
-
-
 class RedisStore(Store):
     kind = "redis"
     shared = True
@@ -499,7 +485,7 @@ class RedisStore(Store):
         # connections the hot scripts run on, taken and put back by one thread at a time (a list's pop and append
         # are atomic); of one process: a forked worker starts with none (`_idle_pid`)
         self._idle: list[Any] = []
-        self._idle_pid = _Process.pid
+        self._idle_pid = PROCESS.pid
         self._starting = threading.Lock()
         self._closed = False
 
@@ -525,8 +511,8 @@ class RedisStore(Store):
         of redis-py's on the way. A connection Redis dropped (restarted) is tried once more on a new one, as the
         pool's retry would; NOSCRIPT (a restarted Redis, SCRIPT FLUSH) sends the script itself, which Redis keeps
         again. Any other failure drops the connection: its answer may still be on the way."""
-        if self._idle_pid != _Process.pid:  # a forked worker: the parent's sockets are not its own
-            self._idle, self._idle_pid = [], _Process.pid
+        if self._idle_pid != PROCESS.pid:  # a forked worker: the parent's sockets are not its own
+            self._idle, self._idle_pid = [], PROCESS.pid
         idle = self._idle
         try:
             connection = idle.pop()
@@ -560,10 +546,10 @@ class RedisStore(Store):
 
     # -- one listener and one writer per process --------------------------------------------------------
     def _ensure_threads(self) -> None:
-        if self._pid == _Process.pid:
+        if self._pid == PROCESS.pid:
             return
         with self._starting:  # the first requests of a new worker arrive together: one starts, all wait for it
-            if self._pid == _Process.pid:
+            if self._pid == PROCESS.pid:
                 return
             self._cond = threading.Condition()
             # the oldest entries go first when Redis is away long enough to fill it
@@ -583,7 +569,7 @@ class RedisStore(Store):
             # server's worker process (which ends without running atexit handlers)
             atexit.register(self._flush_at_exit)
             multiprocessing.util.Finalize(self, self._flush_at_exit, exitpriority=20)
-            self._pid = _Process.pid  # last: a thread that sees it finds everything above in place
+            self._pid = PROCESS.pid  # last: a thread that sees it finds everything above in place
 
     def _wait_listening(self) -> None:
         """A new worker's first calls that use the scenarios wait (at most the timeout) until its listener is
@@ -757,7 +743,7 @@ class RedisStore(Store):
                 time.sleep(0.5)
 
     def _flush_local(self, timeout: float) -> None:
-        if self._pid != _Process.pid:
+        if self._pid != PROCESS.pid:
             return  # nothing queued in this process
         with self._cond:
             self._flushing += 1
@@ -771,7 +757,7 @@ class RedisStore(Store):
         """What is queued is written before the process ends, if Redis answers within 5 s; else it is lost, and
         the log says how much."""
         self._flush_local(5.0)
-        if self._pid == _Process.pid and (self._queue or self._in_flight):
+        if self._pid == PROCESS.pid and (self._queue or self._in_flight):
             log.error("Redis at %s did not answer before this process ended: %d journal entries not written",
                       self._shown, len(self._queue) + self._in_flight)
 
@@ -787,7 +773,7 @@ class RedisStore(Store):
         return shown if self._available else {**shown, "reason": self._reason}
 
     def probe(self) -> None:
-        if not self._available and self._pid == _Process.pid:
+        if not self._available and self._pid == PROCESS.pid:
             return  # known away, and this process's listener tries again every half second: no wait for Redis
         try:
             self._redis.ping()
@@ -796,11 +782,11 @@ class RedisStore(Store):
                 log.error("the shared state at %s is unavailable: %s", self._shown, exc)
             self._available, self._reason = False, f"Redis at {self._shown}: {exc or type(exc).__name__}"
             return
-        if not self._available and self._pid != _Process.pid:  # no listener here yet to say Redis is back: the
+        if not self._available and self._pid != PROCESS.pid:  # no listener here yet to say Redis is back: the
             self._available, self._reason = True, ""  # first request starts it, and it reads the book afresh
 
     def settled(self) -> bool:
-        return self._pid == _Process.pid and self._ready.is_set()
+        return self._pid == PROCESS.pid and self._ready.is_set()
 
     def check(self) -> None:
         self._ensure_threads()
@@ -1052,10 +1038,10 @@ class RedisStore(Store):
     def close(self) -> None:
         self._flush_at_exit()
         self._closed = True
-        if self._idle_pid == _Process.pid:
+        if self._idle_pid == PROCESS.pid:
             for connection in self._idle:
                 connection.disconnect()
-        if self._pid == _Process.pid:
+        if self._pid == PROCESS.pid:
             with self._cond:
                 self._cond.notify_all()
 

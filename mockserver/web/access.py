@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import time
 from typing import TextIO
+
+from ..base.process import PROCESS
 
 FLUSH_S = 0.5
 BATCH = 256  # lines written at once under load
@@ -37,8 +38,8 @@ class AccessLog:
         if self._stream is None:
             logger.info("%s", text)
             return
-        if self._flusher_pid != os.getpid():
-            self._flusher_pid = os.getpid()
+        if self._flusher_pid != PROCESS.pid:
+            self._flusher_pid = PROCESS.pid
             threading.Thread(target=self._flush_every, name="mockserver-access-log", daemon=True).start()
         line = f"{self._timestamp()} INFO mockserver.access: {text}\n"
         with self._lock:

@@ -6,7 +6,6 @@ request into a `MockRequest`, the `Answer` onto the wire, a latency waited out i
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from ..base import tracing
 from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse, sent_body
+from ..base.process import PROCESS
 from ..pipeline.pipeline import Pipeline
 from .access import ACCESS
 from .cors import cors_headers, is_preflight, preflight_headers
@@ -59,8 +59,8 @@ class MockApp:
         """Threads do not survive a fork: each process starts its watcher's thread on its first request, to the
         mock or to the control API (the watcher compares with the files as they were when the app was built, so
         an edit made before is seen)."""
-        if self.reloader is not None and self._reloader_pid != os.getpid():
-            self._reloader_pid = os.getpid()
+        if self.reloader is not None and self._reloader_pid != PROCESS.pid:
+            self._reloader_pid = PROCESS.pid
             self.reloader.start()
 
     def waits(self, method: str, path: str) -> bool:

@@ -13,7 +13,6 @@ import http.client
 import ipaddress
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 from ..base.errors import MockError
 from ..base.http import MockRequest, MockResponse
+from ..base.process import PROCESS
 from ..pipeline.callbacks import Sent, verdict
 from ..pipeline.pipeline import Pipeline
 
@@ -95,13 +95,13 @@ class Outgoing:
     # -- off the request path --------------------------------------------------------------------------------
     def ensure_started(self) -> None:
         """The claiming thread and the pool of this process (threads do not survive a fork: each worker its own)."""
-        if self._pid == os.getpid():
+        if self._pid == PROCESS.pid:
             return
         with self._starting:
-            if self._pid != os.getpid():
+            if self._pid != PROCESS.pid:
                 self._pool = ThreadPoolExecutor(SENDERS, thread_name_prefix="mockserver-outgoing")
                 threading.Thread(target=self._claiming, name="mockserver-outbox", daemon=True).start()
-                self._pid = os.getpid()
+                self._pid = PROCESS.pid
 
     def _claiming(self) -> None:
         """Take calls from the outbox as they come; hand each to the pool when it is due."""

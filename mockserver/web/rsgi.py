@@ -10,7 +10,8 @@ worker's threads (`threads`): the control API and its pages (Flask's WSGI app, m
 count, a written collection's rows: `Pipeline.waits_on_store`), so a frozen Redis holds up those calls alone, never
 a 404 or a preflight. The control API has threads of its own, apart from the answers': on Redis a journal read or a
 scenario set waits until every process has answered it, and under a test farm's mixed load those waits held half
-of the threads the answers were queued for.
+of the threads the answers were queued for. On a store of the process's own (memory) the journal reads and the
+scenario changes a test farm makes all the time wait on nothing: they are answered on the loop (`_ON_LOOP`).
 A request's body is read here, in chunks, against a deadline (`body_timeout`), and at most `max_bodies` bodies
 are read at once: a client sending its body slowly holds a coroutine and a connection, nothing more, until the
 deadline answers it 408; beyond the cap a request is answered 503 `mock-busy` at once instead of waiting."""
@@ -43,6 +44,9 @@ _SESSION = SESSION_HEADER.lower()
 # to take it (a round trip, not the interpreter), and 64 sessions doing so held two threads all the time: a change
 # queued behind the others for up to half a second (the mixed load's p99 500 ms on Redis, 120 ms with eight)
 CONTROL_SHARE = 4
+# the control calls a test farm makes all the time (journal reads, scenarios set and removed): on a store of this
+# process alone they wait on nothing, so they are answered on the loop, without two hand-offs to a thread and back
+_ON_LOOP = ("/requests", "/scenarios")
 
 class MockRSGI:
     """The mock app (or the apps of several APIs, `mounts`: web/mounts.py), and the control API's WSGI app (None
@@ -59,6 +63,8 @@ class MockRSGI:
         self.body_timeout = body_timeout
         self.max_bodies = max_bodies
         self._bodies = 0  # bodies being read now
+        # on a shared store (Redis) a journal read or a scenario change waits for every process: in a thread
+        self._control_waits = any(app.pipeline.store.shared for app in (mounts.mocks.values() if mounts else [mock]))
 
     @classmethod
     def of(cls, app: MockFlask, threads: int, body_timeout: float, max_bodies: int) -> MockRSGI:
@@ -73,6 +79,10 @@ class MockRSGI:
         """An answer that may wait (a deployment, a round trip to Redis), in the answers' threads."""
         return await _in(self._answer_pool, call, *args)
 
+    async def _in_control(self, call: Callable[..., T], *args: Any) -> T:
+        """A control call that may wait (for every process sharing the store), in the control API's threads."""
+        return await _in(self._control_pool, call, *args)
+
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         started = time.perf_counter()
         headers = _headers(scope.headers)
@@ -84,10 +94,12 @@ class MockRSGI:
             if refused is not None:
                 proto.response_bytes(refused.status, [*refused.headers, ("Connection", "close")], refused.body)
                 return
-        script, path_info = mounted(scope.path) if self.control is not None else (None, "")
-        if script is not None:
-            status, out, chunks = await _in(self._control_pool, _wsgi_call, self.control, scope, script, path_info,
-                                            request)
+        control = self.control
+        script, path_info = mounted(scope.path) if control is not None else (None, "")
+        if script is not None and control is not None:
+            on_loop = not self._control_waits and path_info.startswith(_ON_LOOP)
+            status, out, chunks = await (_now if on_loop else self._in_control)(_wsgi_call, control, scope, script,
+                                                                                path_info, request)
             proto.response_bytes(status, out, chunks)
             return
         # a proxied answer waits on the deployment, one that asks Redis on Redis: never on the loop
@@ -178,8 +190,8 @@ async def _broken(proto: Any, answer: Answer) -> None:
 
 def _wsgi_call(control: WSGIApp, scope: Any, script: str, path_info: str,
                request: MockRequest) -> tuple[int, list[tuple[str, str]], bytes]:
-    """The control API's answer from its WSGI app, in a worker thread: the environ PEP 3333 asks for, from the
-    scope, mounted at `script`."""
+    """The control API's answer from its WSGI app (in a control thread, or on the loop: `_ON_LOOP`): the environ
+    PEP 3333 asks for, from the scope, mounted at `script`."""
     host, _, port = scope.server.rpartition(":")
     environ: dict[str, Any] = {
         # PEP 3333: the path's bytes as latin-1 (Granian's U+FFFD for a byte that was not UTF-8 stays one)

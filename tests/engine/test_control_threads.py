@@ -4,6 +4,7 @@ a round trip to Redis beside it are not held up by that wait."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +75,40 @@ def test_control_calls_waiting_for_a_stopped_replica_hold_up_no_other_control_ca
         waited = [journal.result() for journal in journals]
     assert all(code == 200 and wait > 1.5 for code, wait in waited), waited  # they did wait
     assert status == 200 and took < 0.5, took
+
+
+def threads_of_workers(pid: int) -> list[int]:
+    """How many threads each worker of the server `pid` runs (a control call in a thread starts one the first time)."""
+    workers = [int(child) for task in Path(f"/proc/{pid}/task").glob("*/children")
+               for child in task.read_text().split()]
+    return [int(next(line.split()[1] for line in Path(f"/proc/{worker}/status").read_text().splitlines()
+                     if line.startswith("Threads:"))) for worker in workers]
+
+
+@pytest.mark.slow
+def test_on_the_memory_store_journal_reads_and_scenarios_are_answered_without_a_thread():
+    """On a store of each worker's own they wait on nothing: answered on the worker's loop, as they were answered
+    in a thread (a scenario set, in force, removed; the journal of the worker a connection reaches)."""
+    with serving(*PETS, "--stateful", "--workers", "2", "--state", "memory") as (proc, port):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+        def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+            connection.request(method, path, json.dumps(body) if body is not None else None,
+                               {"Content-Type": "application/json", "X-Mock-Session": "loop"})
+            response = connection.getresponse()
+            return response.status, json.loads(response.read() or b"null")
+
+        assert call("POST", "/pets", {"name": "Rex", "kind": "dog"})[0] == 201
+        before = threads_of_workers(proc.pid)
+        assert call("POST", "/__mock/scenarios", {"id": "gone", "operationId": "getPet", "status": 404})[0] == 201
+        assert call("GET", "/__mock/scenarios")[1]["scenarios"][0]["id"] == "gone"
+        assert call("GET", "/pets/1")[0] == 404
+        assert call("DELETE", "/__mock/scenarios/gone") == (200, {"removed": 1})
+        assert call("DELETE", "/__mock/scenarios/gone")[0] == 404
+        assert call("GET", "/pets/1")[0] == 200
+        status, journal = call("GET", "/__mock/requests?limit=3")
+        assert status == 200
+        assert [(e["method"], e["path"], e["status"]) for e in journal["requests"]] == [
+            ("POST", "/pets", 201), ("GET", "/pets/1", 404), ("GET", "/pets/1", 200)]
+        assert threads_of_workers(proc.pid) == before  # no control thread started in either worker
+        connection.close()

@@ -1,9 +1,17 @@
 """Errors in the API's own shape: RFC 7807 when the description says nothing else, else the API's own error body
 (its example, or one generated from its schema), carrying the mock's message where the schema takes one."""
+import json
 import re
+import urllib.error
+import urllib.request
+from typing import Any
 
-from conftest import body
+from conftest import ROOT, body
 from mockserver import create_app
+from mockserver.pipeline import envelope
+from mockserver.testing import MockServer
+
+PETS = ROOT / "tests" / "data" / "pets"
 
 SPEC = """\
 openapi: 3.0.3
@@ -211,3 +219,42 @@ def test_an_error_on_no_operation_takes_the_api_s_shape_for_that_status(write):
     missing = create_app(box).test_client().get("/folders/1", headers={"Authorization": "Bearer t"})
     assert missing.status_code == 404 and missing.content_type == "application/json"
     assert (body(missing)["type"], body(missing)["code"]) == ("error", "not_found")
+
+
+def test_errors_of_a_kind_are_worked_out_once_and_each_answer_is_its_own(monkeypatch):
+    """An item read's 404 and a path's 400 are filled from the envelope as prepared on the first answer of their
+    kind: each answer still carries its own request id, details and message, and the fixtures' template is gone
+    through once per kind, not once per answer."""
+    walked = []  # the whole template, each time it is gone through
+
+    def counted(name: str) -> Any:
+        original = getattr(envelope, name)
+
+        def through(template: Any, *rest: Any) -> Any:
+            if isinstance(template, dict) and "error" in template:
+                walked.append(name)
+            return original(template, *rest)
+        return through
+
+    with MockServer(PETS / "openapi.yaml", PETS / "fixtures", stateful=True) as server:
+        for name in ("fill", "filler"):  # once it has started: its checks at start-up fill the template too
+            if hasattr(envelope, name):
+                monkeypatch.setattr(envelope, name, counted(name))
+        answers = [_get(f"{server.url}/pets/{900 + n}", {"X-Request-Id": f"req-{n}"}) for n in range(10)]
+        refused = [_get(f"{server.url}/pets/x{n}", {}) for n in range(10)]
+    assert answers == [(404, f"req-{n}", {"error": {
+        "code": "not-found", "message": "no such pet", "requestId": f"req-{n}", "details": {"id": 900 + n}}})
+        for n in range(10)]
+    assert all(status == 400 and body["error"]["requestId"] == request_id and f"'x{n}'" in body["error"]["message"]
+               and body["error"]["code"] == "bad-request" for n, (status, request_id, body) in enumerate(refused))
+    assert len({request_id for _, request_id, _ in refused}) == 10
+    assert len(walked) <= 2, walked  # once for the 404s, once for the 400s
+
+
+def _get(url: str, headers: dict[str, str]) -> tuple[int, str, Any]:
+    """Status, request id header and JSON body of a GET that is answered with an error."""
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10)
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["X-Request-Id"], json.loads(error.read())
+    raise AssertionError(f"{url} was answered 2xx")

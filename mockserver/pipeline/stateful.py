@@ -504,10 +504,10 @@ class LiveCollection:
         write answers with it, not served again. The error names the field, the schema branch that came closest,
         and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the mock made
         from it, or one it requires that no one gave). `old`: the item (stored, served) an update changes, where
-        this process checked it whole: only the properties that are not the very same values are checked then,
-        where the schemas allow it (`_fields`), with the same verdict."""
+        this process checked it (`View.checked`): only the properties that are not the very same values are
+        checked then, where the schemas allow it (`_fields`), with the same verdict."""
         served = self.serve(item)
-        try:  # never store what cannot be served (private fields included); an old item's own values could be
+        try:  # never store what cannot be served (private fields included); the old item's own values were stored
             to_json(item if old is None else {k: v for k, v in item.items() if old[0].get(k, _UNPINNED) is not v})
         except ValueError:
             pointer, rule = find_unservable(item) or ("", "json")

@@ -24,6 +24,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
@@ -54,6 +55,13 @@ _MAX_DEPTH = 32  # of a written item completed (`Completer`): a recursive schema
 Schema = tuple[Any, str]  # a schema node and its URI
 Check = tuple[str, Any, Callable[[Any], Any]]  # an operation, the validator of its answer, what makes that answer
 Quick = tuple[Any, Callable[[Any], Any]]  # a check's validator rooted at its schema (`direct`), and its wrap
+# keywords of an object schema that judge each property on its own, or say nothing of the value: an object fits
+# such a schema when each property fits its own, the required ones are there and no undeclared one is where it is
+# closed. Any other keyword (`dependentRequired`, `if`, `oneOf`, `minProperties` …) may tie properties together.
+_ANNOTATIONS = frozenset({"title", "description", "example", "examples", "default", "deprecated", "readOnly",
+                          "writeOnly", "$comment", "externalDocs", "xml"})
+_PER_PROPERTY = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+_ARRAY_OF_ITEMS = _ANNOTATIONS | {"type", "items"}  # a page's array of items: one item fits where its items do
 
 
 def rank_between(before: list[int] | None, after: list[int] | None) -> list[int]:
@@ -102,6 +110,8 @@ class View:
     # per list with an order: (the order's key, rank) of every item, sorted: where a created item is placed
     order: dict[str, list[tuple[Any, list[int]]]] = field(default_factory=dict)
     seq: int = 0  # the creation number the next created item takes
+    # the items this process's writes checked (key -> the very item): a PATCH of one checks what it changes
+    checked: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def pairs(self) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """(stored, served) of every item (one another thread's write removes meanwhile is left out)."""
@@ -141,7 +151,9 @@ class LiveCollection:
     cuts: dict[str, frozenset[str]] = field(default_factory=dict)  # list -> all its closed items may hold
     _write_only: WriteOnly | None = None
     _completer: Completer | None = None
-    _quick: list[Quick] = field(default_factory=list)  # `checks`, rooted (`prepare`)
+    _quick: list[Quick] = field(default_factory=list)  # `checks`, rooted, of the item itself, once each (`prepare`)
+    _fields: list[_Fields] | None = None  # `_quick` property by property, where each of their schemas allows it
+    _key: str | None = None  # the collection's key, where it is one field (`key_of` without JSON then)
     _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
     _copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # `state_type` -> (`state`, `type`)
     _base: View | None = None
@@ -157,6 +169,15 @@ class LiveCollection:
         return self.collection.name
 
     def key_of(self, item: dict[str, Any]) -> str:
+        """The item's key as the views hold it: its key fields as a JSON array (made without JSON for one plain
+        string or int, the common case: the same text)."""
+        if self._key is not None:
+            value = item.get(self._key)
+            if type(value) is int:
+                return f"[{value}]"
+            if type(value) is str and value.isascii() and value.isprintable() and '"' not in value \
+                    and "\\" not in value:
+                return f'["{value}"]'
         return json.dumps([item.get(k) for k in self.collection.key], separators=(",", ":"))
 
     def prepare(self, walk: SchemaWalk, write_only: WriteOnly, generator: SchemaGenerator,
@@ -170,7 +191,8 @@ class LiveCollection:
         parameter or body property name, `triggerId` or `projectId` as a uuid), so a client may send it back."""
         self._write_only = write_only
         self._completer = Completer(walk, generator)
-        self._quick = quick(self.checks)
+        self._key = self.collection.key[0] if len(self.collection.key) == 1 else None
+        self._quick, self._fields = self._plan()
         known = formats or {}
         self.reads = reads or ([self.schema] if self.schema is not None else [])
         self.fields = frozenset(name for item in self.collection.items for name in item)
@@ -233,6 +255,24 @@ class LiveCollection:
         """How the server fills a property its reads require when a create leaves it out (`server_value`)."""
         return _Fill(name, "missing", schema, server_value(walk, [schema], [sendable[name]] if name in sendable
                                                            else []))
+
+    def _plan(self) -> tuple[list[Quick], list[_Fields] | None]:
+        """The checks of a written item, worked out once: each schema the item itself must fit, once (a list's
+        page reduced to its items' schema where the rest of the page is fixed and fits), and the same property by
+        property where every one of them allows it (None: some does not, a PATCH is checked whole)."""
+        found: dict[tuple[type, int, Callable[[Any], Any]], Quick] = {}
+        for op_id, validator, wrap in self.checks:
+            query = self.lists.get(op_id)
+            rooted = direct(validator)
+            if query is not None and (items := _page_items(rooted, query)) is not None:
+                rooted = items
+                wrap = _itself if op_id not in self.cuts else partial(self.listed, op_id)
+            elif query is None:
+                wrap = _itself  # an item read answers the item as served
+            found.setdefault((type(rooted), id(rooted.schema), wrap), (rooted, wrap))
+        checks = list(found.values())
+        fields = [_fields_of(validator) if wrap is _itself else None for validator, wrap in checks]
+        return checks, (None if None in fields else [f for f in fields if f is not None])
 
     def in_fixtures(self, key: str) -> bool:
         assert self._base is not None
@@ -325,6 +365,7 @@ class LiveCollection:
         if row is None:
             view.rows.pop(key, None)
             view.made.pop(key, None)
+            view.checked.pop(key, None)
             if key in base.items:
                 view.items[key], view.served[key] = base.items[key], base.served[key]
                 for op_id in view.entries:
@@ -336,7 +377,7 @@ class LiveCollection:
             if not row.get("gone"):
                 entry = self._entry(key, row["item"])
         if entry is None:
-            for part in (view.items, view.served, view.made):
+            for part in (view.items, view.served, view.made, view.checked):
                 part.pop(key, None)
             return
         assert row is not None
@@ -456,22 +497,25 @@ class LiveCollection:
                 item[name] = item[whole][member]
         return item
 
-    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None
-              ) -> dict[str, Any]:
+    def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None,
+              old: tuple[dict[str, Any], dict[str, Any]] | None = None) -> dict[str, Any]:
         """The item as served (`serve`), which must fit every read that can answer it and the write's `own` answer
         (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is stored: the
         write answers with it, not served again. The error names the field, the schema branch that came closest,
         and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the mock made
-        from it, or one it requires that no one gave)."""
+        from it, or one it requires that no one gave). `old`: the item (stored, served) an update changes, where
+        this process checked it (`View.checked`): only the properties that are not the very same values are
+        checked then, where the schemas allow it (`_fields`), with the same verdict."""
         served = self.serve(item)
-        try:
-            to_json(item)  # never store what cannot be served (private fields included)
+        try:  # never store what cannot be served (private fields included); the old item's own values were stored
+            to_json(item if old is None else {k: v for k, v in item.items() if old[0].get(k, _UNPINNED) is not v})
         except ValueError:
             pointer, rule = find_unservable(item) or ("", "json")
             message = unservable_message(pointer, rule)
             raise MockError(400, f"the item cannot be stored: {message}", details={"violations": [
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
-        if _fits(served, [*self._quick, *own_quick]):
+        if self._fits_changed(served, old, own_quick) if old is not None and self._fields is not None else \
+                _fits(served, [*self._quick, *own_quick]):
             return served
         for op_id, validator, wrap in (*self.checks, *own):
             answer = wrap(served)
@@ -485,6 +529,21 @@ class LiveCollection:
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
         return served
+
+    def _fits_changed(self, served: dict[str, Any], old: tuple[dict[str, Any], dict[str, Any]],
+                      own_quick: list[Quick]) -> bool:
+        """`_fits` of an updated item whose old one fitted: its changed properties against each schema's own; a
+        write's own answer of one of those schemas, made of the item's very values, is checked with them."""
+        assert self._fields is not None
+        before = old[1]
+        changed = [name for name in before.keys() | served.keys()
+                   if before.get(name, _UNPINNED) is not served.get(name, _UNPINNED)]
+        if not all(fields.fit(served, changed) for fields in self._fields):
+            return False
+        covered = {(type(fields.whole), id(fields.whole.schema)) for fields in self._fields}
+        return _fits(served, [(validator, wrap) for validator, wrap in own_quick
+                              if (type(validator), id(validator.schema)) not in covered
+                              or not _same(wrap(served), served)])
 
     def projection(self, schema: Schema) -> Projection:
         """How `project` makes an answer of `schema` (at start-up): the properties it declares, and which of them
@@ -568,6 +627,63 @@ class Projection:
 
 def quick(checks: list[Check]) -> list[Quick]:
     return [(direct(validator), wrap) for _, validator, wrap in checks]
+
+
+def _itself(served: dict[str, Any]) -> dict[str, Any]:
+    """A check of the served item itself (an item read's, or a list's whose items are not cut)."""
+    return served
+
+
+def _page_items(page: Any, query: ListQuery) -> Any | None:
+    """The validator of a list's items, rooted, where a one-item page fits its schema exactly when the item fits
+    that (the page's own fields fixed, fitting, and nothing but the items' schema judging the array); else None:
+    the page is checked whole."""
+    node = page.schema
+    if not isinstance(node, dict) or not fits(page, query.wrap([])):
+        return None
+    if not query.bare:
+        if not node.keys() <= _PER_PROPERTY or not isinstance(node.get("additionalProperties", True), bool):
+            return None
+        node = (node.get("properties") or {}).get(query.items_field)
+    if not isinstance(node, dict) or not node.keys() <= _ARRAY_OF_ITEMS or not isinstance(node.get("items"), dict):
+        return None
+    return direct(page.evolve(schema=node["items"]))
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """An item's schema property by property (`LiveCollection._plan`): a changed property fits where it fits its
+    own schema, a removed one where it is not required, an undeclared one where the object is open."""
+
+    whole: Any  # the validator of the item's schema, rooted
+    properties: dict[str, Any]  # name -> the validator of its schema
+    required: frozenset[str]
+    closed: bool
+
+    def fit(self, served: dict[str, Any], changed: list[str]) -> bool:
+        for name in changed:
+            if name not in served:
+                if name in self.required:
+                    return False
+            elif (validator := self.properties.get(name)) is not None:
+                if not fits(validator, served[name]):
+                    return False
+            elif self.closed:
+                return False
+        return True
+
+
+def _fields_of(validator: Any) -> _Fields | None:
+    """The schema property by property, where its keywords judge each property on its own (`_PER_PROPERTY`);
+    None where some keyword may tie properties together (`dependentRequired`, `if`, `oneOf` …)."""
+    node = validator.schema
+    if not isinstance(node, dict) or not node.keys() <= _PER_PROPERTY \
+            or not isinstance(node.get("additionalProperties", True), bool) \
+            or not isinstance(node.get("properties", {}), dict) or not isinstance(node.get("required", []), list):
+        return None
+    properties = {name: direct(validator.evolve(schema=sub)) for name, sub in (node.get("properties") or {}).items()}
+    return _Fields(validator, properties, frozenset(node.get("required") or []),
+                   node.get("additionalProperties") is False)
 
 
 def _fits(served: dict[str, Any], checks: list[Quick]) -> bool:
@@ -924,6 +1040,7 @@ class Write:
             return ([] if answers else None), {}  # an empty array creates nothing
         # the items written, each as served (None: a deleted one, served only if the answer shows it)
         kept: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        checked: dict[str, dict[str, Any]] = {}  # the items written, by key, each checked whole or by what changed
 
         def change(rows: Rows) -> RowsUpdate:
             view = live.advance(ctx.session, rows)
@@ -935,6 +1052,7 @@ class Write:
             made: dict[str, dict[str, Any]] = {}
             counters = dict(view.counters)
             kept.clear()
+            checked.clear()
             for i, sent in enumerate(body if batch else [body]):
                 item = live.complete(live.filled(sent, self.generator, counters=counters), self.body)
                 key = live.key_of(item)
@@ -951,6 +1069,7 @@ class Write:
                 # items of one array that land at one place keep the array's order
                 ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
                 made[key] = {"item": item, "seq": view.seq + i, "ranks": ranks}
+                checked[key] = item
             return RowsUpdate(made, {k: v for k, v in counters.items() if v != view.counters.get(k)})
 
         def decide(view: View) -> RowsUpdate:
@@ -968,12 +1087,17 @@ class Write:
             patch = {**self.sets, **own} if self.sets else own
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
-            kept[:] = [(item, live.check(item, self.checks, own_quick, body))]
+            fitted = (old, view.served[found]) if view.checked.get(found) is old else None
+            kept[:] = [(item, live.check(item, self.checks, own_quick, body, fitted))]
+            checked.clear()
+            checked[found] = item
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})
 
         with live.lock:  # the view holds still from the first look to the write's own change of it
             known = live.held(store, ctx.session).version
-            live.advance(ctx.session, store.change_live(ctx.session, live.name, change, known))
+            view = live.advance(ctx.session, store.change_live(ctx.session, live.name, change, known))
+            if view is not None and self.kind != "delete":
+                view.checked.update((key, item) for key, item in checked.items() if view.items.get(key) is item)
         item, served = kept[-1]
         headers: dict[str, str] = {}
         if self.kind == "create" and not batch and response is not None and \

@@ -104,8 +104,10 @@ return redis.call('HINCRBY', KEYS[1], field, 1)
 # Redis that was only frozen). A body longer than INLINE_BODY is kept once, in the `bodies` hash by its digest,
 # with the number of journal entries that name it (`body-refs`): an entry carries the digests (fields `q`, `r`),
 # and a body goes when the last entry naming it is trimmed or cleared (_RELEASE). ARGV: prefix, journal size,
-# coverage cap, now, token, how long a token is kept, the number of bodies sent (digest, body), then per call its
-# session, entry, call, request body's digest and response body's digest ('' for one kept in the entry). A named
+# coverage cap, now, token, how long a token is kept, the number of bodies sent (digest, body), the number of groups
+# of calls in the batch and each group's session, call, request body's digest and response body's digest ('' for a
+# body kept in the entry), then per call its group's number (from 0), a space and its entry: what calls share is
+# sent once a batch, not once an entry (a first page's batch is one group: 5 arguments an entry were 1). A named
 # body neither sent nor held is asked for: the script writes nothing and returns the digests to send.
 # What a batch changes it changes once: a call's count by the number of its calls, a body's count by the entries
 # that came and went naming it, the sessions' last use in one command (per entry they were most of its commands).
@@ -133,11 +135,12 @@ end
 _APPEND = _RELEASE + """
 local p, maxlen, cap, now, token, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local bodies = p .. 'bodies'
-local first = 8 + 2 * tonumber(ARGV[7])
+local groups = 8 + 2 * tonumber(ARGV[7])
+local first = groups + 1 + 4 * tonumber(ARGV[groups])
 local sent, missing, asked = {}, {}, {}
-for i = 8, first - 1, 2 do sent[ARGV[i]] = true end
-for i = first, #ARGV, 5 do
-  for j = i + 3, i + 4 do
+for i = 8, groups - 1, 2 do sent[ARGV[i]] = true end
+for i = groups + 1, first - 1, 4 do
+  for j = i + 2, i + 3 do
     local d = ARGV[j]
     if d ~= '' and not sent[d] and not asked[d] then
       asked[d] = true
@@ -147,8 +150,8 @@ for i = first, #ARGV, 5 do
 end
 if #missing > 0 then return missing end
 if not redis.call('SET', p .. 'batch|' .. token, 1, 'NX', 'EX', kept) then return {} end
-for i = 8, first - 1, 2 do redis.call('HSETNX', bodies, ARGV[i], ARGV[i + 1]) end
-local id = redis.call('INCRBY', p .. 'seq', (#ARGV - first + 1) / 5) - (#ARGV - first + 1) / 5
+for i = 8, groups - 1, 2 do redis.call('HSETNX', bodies, ARGV[i], ARGV[i + 1]) end
+local id = redis.call('INCRBY', p .. 'seq', #ARGV - first + 1) - (#ARGV - first + 1)
 local named, counted, order, streams, sessions = {}, {}, {}, {}, {}
 local function count(key, scope, field)
   local at = key .. '|' .. field
@@ -165,8 +168,11 @@ local function add(key, id, entry, q, r)
   redis.call('XADD', key, id, unpack(fields))
   streams[key] = true
 end
-for i = first, #ARGV, 5 do
-  local session, entry, call, q, r = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+for i = first, #ARGV do
+  local at = string.find(ARGV[i], ' ', 1, true)
+  local k = groups + 1 + 4 * tonumber(string.sub(ARGV[i], 1, at - 1))
+  local session, call, q, r = ARGV[k], ARGV[k + 1], ARGV[k + 2], ARGV[k + 3]
+  local entry = string.sub(ARGV[i], at + 1)
   id = id + 1
   add(p .. 'journal', id .. '-0', entry, q, r)
   count(p .. 'calls', '', call)
@@ -608,21 +614,23 @@ class RedisStore(Store):
                     return
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
                 self._in_flight = len(batch)
-            calls: list[Any] = []
+            groups: dict[tuple[str, bytes, str, str], int] = {}  # (session, call, digests) -> its number
+            calls: list[bytes] = []
             named: dict[str, bytes] = {}  # digest -> body of every long body the batch's entries name
             drift: list[Any] = [self._prefix, DRIFT_KINDS, uuid.uuid4().hex, BATCH_KEPT_S]
             for item in batch:
                 if isinstance(item, tuple):
                     entry, call, session = item
                     request, response = self._name(entry.request_body, named), self._name(entry.response_body, named)
-                    calls += [session or "", _entry_bytes(entry, not request, not response),
-                              self._call_texts.made(call, partial(_call_json, call)), request, response]
+                    group = (session or "", self._call_texts.made(call, partial(_call_json, call)), request, response)
+                    number = groups.setdefault(group, len(groups))
+                    calls.append(b"%d " % number + _entry_bytes(entry, not request, not response))
                 else:
                     drift.append(len(item))
                     for kind, row in item.items():
                         drift += [kind, json.dumps(row, separators=(",", ":"))]
             if calls:
-                self._append_calls(calls, named)
+                self._append_calls(groups, calls, named)
             if len(drift) > 4:
                 self._send(self._count_drift, drift)
             with self._cond:
@@ -641,14 +649,17 @@ class RedisStore(Store):
         named[digest] = body
         return digest
 
-    def _append_calls(self, calls: list[Any], named: dict[str, bytes]) -> None:
-        """Write a batch of calls, with the long bodies Redis does not hold yet; those it lost meanwhile (trimmed
-        with the last entry naming them, or reset) it asks for, and they are sent with the same batch again."""
+    def _append_calls(self, groups: Mapping[tuple[str, bytes, str, str], int], calls: list[bytes],
+                      named: dict[str, bytes]) -> None:
+        """Write a batch of calls (each its group's number and its entry, see _APPEND), with the long bodies Redis
+        does not hold yet; those it lost meanwhile (trimmed with the last entry naming them, or reset) it asks
+        for, and they are sent with the same batch again."""
         head = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
+        shared = [len(groups), *(part for group in groups for part in group)]  # in their numbers' order
         fresh = {digest: body for digest, body in named.items() if body not in self._held}
         while True:
             sent = [part for pair in fresh.items() for part in pair]
-            missing = self._send(self._append, [*head, len(fresh), *sent, *calls])
+            missing = self._send(self._append, [*head, len(fresh), *sent, *shared, *calls])
             if not missing:
                 break
             for raw in missing:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import multiprocessing.util
+import operator
 import secrets
 import threading
 import time
@@ -105,8 +106,10 @@ return redis.call('HINCRBY', KEYS[1], field, 1)
 # Redis that was only frozen). A body longer than INLINE_BODY is kept once, in the `bodies` hash by its digest,
 # with the number of journal entries that name it (`body-refs`): an entry carries the digests (fields `q`, `r`),
 # and a body goes when the last entry naming it is trimmed or cleared (_RELEASE). ARGV: prefix, journal size,
-# coverage cap, now, token, how long a token is kept, the number of bodies sent (digest, body), then per call its
-# session, entry, call, request body's digest and response body's digest ('' for one kept in the entry). A named
+# coverage cap, now, token, how long a token is kept, the number of bodies sent (digest, body), the number of groups
+# of calls in the batch and each group's session, call, request body's digest and response body's digest ('' for a
+# body kept in the entry), then per call its group's number (from 0), a space and its entry: what calls share is
+# sent once a batch, not once an entry (a first page's batch is one group: 5 arguments an entry were 1). A named
 # body neither sent nor held is asked for: the script writes nothing and returns the digests to send.
 # What a batch changes it changes once: a call's count by the number of its calls, a body's count by the entries
 # that came and went naming it, the sessions' last use in one command (per entry they were most of its commands).
@@ -134,11 +137,12 @@ end
 _APPEND = _RELEASE + """
 local p, maxlen, cap, now, token, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local bodies = p .. 'bodies'
-local first = 8 + 2 * tonumber(ARGV[7])
+local groups = 8 + 2 * tonumber(ARGV[7])
+local first = groups + 1 + 4 * tonumber(ARGV[groups])
 local sent, missing, asked = {}, {}, {}
-for i = 8, first - 1, 2 do sent[ARGV[i]] = true end
-for i = first, #ARGV, 5 do
-  for j = i + 3, i + 4 do
+for i = 8, groups - 1, 2 do sent[ARGV[i]] = true end
+for i = groups + 1, first - 1, 4 do
+  for j = i + 2, i + 3 do
     local d = ARGV[j]
     if d ~= '' and not sent[d] and not asked[d] then
       asked[d] = true
@@ -148,8 +152,8 @@ for i = first, #ARGV, 5 do
 end
 if #missing > 0 then return missing end
 if not redis.call('SET', p .. 'batch|' .. token, 1, 'NX', 'EX', kept) then return {} end
-for i = 8, first - 1, 2 do redis.call('HSETNX', bodies, ARGV[i], ARGV[i + 1]) end
-local id = redis.call('INCRBY', p .. 'seq', (#ARGV - first + 1) / 5) - (#ARGV - first + 1) / 5
+for i = 8, groups - 1, 2 do redis.call('HSETNX', bodies, ARGV[i], ARGV[i + 1]) end
+local id = redis.call('INCRBY', p .. 'seq', #ARGV - first + 1) - (#ARGV - first + 1)
 local named, counted, order, streams, sessions = {}, {}, {}, {}, {}
 local function count(key, scope, field)
   local at = key .. '|' .. field
@@ -166,8 +170,11 @@ local function add(key, id, entry, q, r)
   redis.call('XADD', key, id, unpack(fields))
   streams[key] = true
 end
-for i = first, #ARGV, 5 do
-  local session, entry, call, q, r = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+for i = first, #ARGV do
+  local at = string.find(ARGV[i], ' ', 1, true)
+  local k = groups + 1 + 4 * tonumber(string.sub(ARGV[i], 1, at - 1))
+  local session, call, q, r = ARGV[k], ARGV[k + 1], ARGV[k + 2], ARGV[k + 3]
+  local entry = string.sub(ARGV[i], at + 1)
   id = id + 1
   add(p .. 'journal', id .. '-0', entry, q, r)
   count(p .. 'calls', '', call)
@@ -364,6 +371,10 @@ def _split_url(url: str) -> tuple[str, str, str]:
 # an entry's fields in its head in Redis, in `Entry`'s order (a field added later goes last, with a default: an
 # entry written before it has none, and gets the default)
 _HEAD = tuple(f.name for f in dataclasses.fields(Entry) if f.name not in ("id", "request_body", "response_body"))
+_head_of = operator.attrgetter(*_HEAD)
+# json.dumps makes an encoder per call when given separators: made once, the head of a first page's entry took 4 us,
+# not 5 (of the writer's 19 us an entry); an entry holds no cycle to look for
+_compact = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def _entry_bytes(entry: Entry, request_inline: bool, response_inline: bool) -> bytes:
@@ -372,8 +383,7 @@ def _entry_bytes(entry: Entry, request_inline: bool, response_inline: bool) -> b
     they are (a body in JSON was a fifth of a worker's time under load with Redis: every quote of a JSON body
     escaped, then unescaped); a longer body is kept apart, by its digest (see _APPEND)."""
     request = entry.request_body if request_inline else b""
-    head = [len(request), *(getattr(entry, name) for name in _HEAD)]
-    return (json.dumps(head, separators=(",", ":")).encode() + b"\n" + request
+    return (_compact([len(request), *_head_of(entry)]).encode() + b"\n" + request
             + (entry.response_body if response_inline else b""))
 
 
@@ -444,8 +454,8 @@ def _counters(raw: list[bytes]) -> dict[str, int]:
     return {k.decode(): int(v) for k, v in zip(raw[::2], raw[1::2])}
 
 
-def _call_json(call: Call) -> str:
-    return json.dumps([*call[:5], [list(h) for h in call.headers], call.violated], separators=(",", ":"))
+def _call_json(call: Call) -> bytes:
+    return _compact([*call[:5], [list(h) for h in call.headers], call.violated]).encode()
 
 
 def _call(raw: bytes) -> Call:
@@ -560,7 +570,7 @@ class RedisStore(Store):
             # body -> digest of the long bodies Redis took from this process's writer (its thread alone uses it)
             self._held: BoundedCache[bytes, str] = BoundedCache(HELD_BODIES)
             # a call as JSON: the same request is the same call (json.dumps of it was 14 % of the writer's samples)
-            self._call_texts: BoundedCache[Call, str] = BoundedCache(CALL_TEXTS)
+            self._call_texts: BoundedCache[Call, bytes] = BoundedCache(CALL_TEXTS)
             self._ready = threading.Event()  # set once the listener subscribed, or found Redis away
             self._listener = threading.Thread(target=self._listen, name="mockserver-state-listener", daemon=True)
             self._listener.start()
@@ -676,21 +686,23 @@ class RedisStore(Store):
                     return
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
                 self._in_flight = len(batch)
-            calls: list[Any] = []
+            groups: dict[tuple[str, bytes, str, str], int] = {}  # (session, call, digests) -> its number
+            calls: list[bytes] = []
             named: dict[str, bytes] = {}  # digest -> body of every long body the batch's entries name
             drift: list[Any] = [self._prefix, DRIFT_KINDS, uuid.uuid4().hex, BATCH_KEPT_S]
             for item in batch:
                 if isinstance(item, tuple):
                     entry, call, session = item
                     request, response = self._name(entry.request_body, named), self._name(entry.response_body, named)
-                    calls += [session or "", _entry_bytes(entry, not request, not response),
-                              self._call_texts.made(call, partial(_call_json, call)), request, response]
+                    group = (session or "", self._call_texts.made(call, partial(_call_json, call)), request, response)
+                    number = groups.setdefault(group, len(groups))
+                    calls.append(b"%d " % number + _entry_bytes(entry, not request, not response))
                 else:
                     drift.append(len(item))
                     for kind, row in item.items():
                         drift += [kind, json.dumps(row, separators=(",", ":"))]
             if calls:
-                self._append_calls(calls, named)
+                self._append_calls(groups, calls, named)
             if len(drift) > 4:
                 self._send(self._count_drift, drift)
             with self._cond:
@@ -709,14 +721,17 @@ class RedisStore(Store):
         named[digest] = body
         return digest
 
-    def _append_calls(self, calls: list[Any], named: dict[str, bytes]) -> None:
-        """Write a batch of calls, with the long bodies Redis does not hold yet; those it lost meanwhile (trimmed
-        with the last entry naming them, or reset) it asks for, and they are sent with the same batch again."""
+    def _append_calls(self, groups: Mapping[tuple[str, bytes, str, str], int], calls: list[bytes],
+                      named: dict[str, bytes]) -> None:
+        """Write a batch of calls (each its group's number and its entry, see _APPEND), with the long bodies Redis
+        does not hold yet; those it lost meanwhile (trimmed with the last entry naming them, or reset) it asks
+        for, and they are sent with the same batch again."""
         head = [self._prefix, self._size, COUNTED_KINDS, time.time(), uuid.uuid4().hex, BATCH_KEPT_S]
+        shared = [len(groups), *(part for group in groups for part in group)]  # in their numbers' order
         fresh = {digest: body for digest, body in named.items() if body not in self._held}
         while True:
             sent = [part for pair in fresh.items() for part in pair]
-            missing = self._send(self._append, [*head, len(fresh), *sent, *calls])
+            missing = self._send(self._append, [*head, len(fresh), *sent, *shared, *calls])
             if not missing:
                 break
             for raw in missing:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -483,3 +485,58 @@ def test_writes_while_redis_restarts_are_503s_of_the_mock_then_they_land_again_w
         assert len({pet["id"] for pet in listed}) == len(listed)
         assert {f"C{n}" for n in range(20)} <= {pet["name"] for pet in listed}
         assert not {"lost", "A0"} & {pet["name"] for pet in listed}
+
+
+FIRST_PAGE = "/v1/test-sets?limit=25"  # the bench's first page: a 15.8 kB answer, kept in Redis by its digest
+QUOTED = re.compile(rb'"((?:[^"\\]|\\.)*)"')  # one argument of a command as MONITOR shows it
+
+
+@contextmanager
+def monitor(port: int) -> Iterator[list[tuple[bool, list[bytes]]]]:
+    """Every command Redis runs meanwhile, whether a script ran it (`[0 lua]`), and its arguments, from MONITOR on a
+    plain socket: redis-py joins the arguments with spaces, and an entry holds spaces."""
+    seen: list[tuple[bool, list[bytes]]] = []
+    stop = f"stop-{os.getpid()}-{time.monotonic_ns()}".encode()
+    with socket.create_connection(("127.0.0.1", port)) as watching, watching.makefile("rb") as lines:
+        watching.sendall(b"MONITOR\r\n")
+        assert lines.readline() == b"+OK\r\n"
+
+        def watch() -> None:
+            while (line := lines.readline()) and stop not in line:
+                seen.append((b" lua] " in line.split(b'"', 1)[0], QUOTED.findall(line)))
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            yield seen
+        finally:
+            with socket.create_connection(("127.0.0.1", port)) as other:
+                other.sendall(b"ECHO " + stop + b"\r\n")
+                other.recv(64)
+            watcher.join(10)
+
+
+def test_a_first_page_is_one_argument_of_its_worker_s_batch_to_redis(fresh, redis_server):
+    """200 first pages on two workers sharing Redis make no round trip of their own: Redis sees (MONITOR) only the
+    workers' journal writers, a script call a batch, each page's entry one argument of it, and what a batch's pages
+    share (their call, the digest of their answer) sent once a batch, not once a page (5 arguments a page before).
+    The journal shows every page with its answer whole."""
+    a, _ = fresh
+    status, page = call(a, FIRST_PAGE)
+    assert status == 200 and len(page["data"]) == 25
+    with ThreadPoolExecutor(8) as pool:  # each worker's first calls: its threads start, Redis takes the answer
+        list(pool.map(lambda _: call(a, FIRST_PAGE), range(8)))
+    assert len(call(a, "/__mock/requests")[1]["requests"]) == 9  # written, every worker asked
+    with monitor(redis_server.port) as seen:
+        with ThreadPoolExecutor(8) as pool:
+            assert {s for s, _ in pool.map(lambda _: call(a, FIRST_PAGE), range(200))} == {200}
+        time.sleep(0.5)  # the writers' last batch (each waits 20 ms for more)
+    # the listeners' own aside: their ping twice a second, their sweep of idle sessions now and then
+    sent = [c for scripted, c in seen if not scripted and c[0].upper() not in (b"PING", b"ZRANGEBYSCORE")]
+    batches = [c[3:] for c in sent if c[0].upper() == b"EVALSHA" and c[2] == b"0" and len(c) > 10]
+    assert sent and len(batches) == len(sent), [c[:2] for c in sent]  # nothing but the writers' script calls
+    per_batch = [len(argv) - 7 - 2 * int(argv[6]) for argv in batches]  # past the batch's head and long bodies
+    assert sum(per_batch) <= 200 + 5 * len(batches), (per_batch, len(batches))
+    assert sum(1 for _, c in seen if c[0].upper() == b"XADD") == 200
+    journal = call(a, "/__mock/requests?limit=200")[1]["requests"]
+    assert len(journal) == 200 and all(json.loads(e["responseBody"]) == page for e in journal)

@@ -176,7 +176,8 @@ def test_a_file_caught_half_written_is_never_served(copy, monkeypatch):
         t.join()
     assert reloaded == [True]
     assert served and {len(data) for data in served} == {100}, "an answer came from the half-written file"
-    assert served[-1][0]["description"] == "Edited in two halves."
+    # a call already under way when the edit was applied may end after it with the old answer: ask once more
+    assert body(app.test_client().get(url, headers=DEMO))["data"][0]["description"] == "Edited in two halves."
 
 
 @pytest.mark.slow

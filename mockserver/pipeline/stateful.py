@@ -550,15 +550,19 @@ class LiveCollection:
         name a key of the items."""
         completer = self._completer
         assert completer is not None, "prepare() first"
+        deref = completer.walk.deref
         declared = completer.properties(completer.walk.parts(*schema))
         return Projection(schema, declared, [(key, alias) for key in self.collection.key
-                                             for alias in self.aliases(key) if alias in declared])
+                                             for alias in self.aliases(key) if alias in declared],
+                          deref(*schema)[1] in {deref(*read)[1] for read in self.reads})
 
     def project(self, served: dict[str, Any], projection: Projection) -> Any:
         """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
         of a publish): the item's own values that the answer declares, a property named for the collection and
         its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up (a
         delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
+        if projection.read:
+            return served
         completer, declared = self._completer, projection.declared
         assert completer is not None, "prepare() first"
         named = {alias: served[key] for key, alias in projection.named if key in served and alias not in served}
@@ -623,6 +627,9 @@ class Projection:
     schema: Schema
     declared: dict[str, list[Schema]]  # its properties, each with every schema that declares it
     named: list[tuple[str, str]]  # (a key of the items, the property naming it: `agentId` for an agent's `id`)
+    # the very schema reads answer an item with, by another `$ref` (a PATCH answering `Pet` as `getPet` does): the
+    # answer is the item as served, as reads show it (a projection would drop a value some `oneOf` branch rules out)
+    read: bool = False
 
 
 def quick(checks: list[Check]) -> list[Quick]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -20,13 +21,15 @@ PETS = Path(__file__).resolve().parents[1] / "data" / "pets"
 SESSION = {"X-Mock-Session": "checks"}
 
 
-def tiny(tmp_path: Path, pet: dict[str, Any], patch: dict[str, Any]) -> tuple[Path, Path]:
+def tiny(tmp_path: Path, pet: dict[str, Any], patch: dict[str, Any], ada: dict[str, Any] | None = None
+         ) -> tuple[Path, Path]:
     """The pets description of the tests with the item schema reads answer (`Pet`) and the PATCH body's
-    (`PetPatch`) replaced: one list, one item read, a create and a PATCH."""
+    (`PetPatch`) replaced: one list, one item read, a create and a PATCH; `ada`: the one fixture pet, if not
+    the usual one."""
     spec = yaml.safe_load((PETS / "openapi.yaml").read_text())
     spec["components"]["schemas"].update(Pet=pet, PetPatch=patch)
     by_id = [{"field": "id", "equals": {"path": "id"}}]
-    fixtures = {"collections": {"pets": {"key": ["id"], "items": [
+    fixtures = {"collections": {"pets": {"key": ["id"], "items": [ada or
                     {"id": 1, "name": "Ada", "kind": "dog", "tag": "t", "createdAt": "2024-01-01T00:00:00Z"}]}},
                 "operations": {"listPets": {"list": {"from": "pets"}}, "getPet": {"item": {"from": "pets",
                                                                                          "where": by_id}},
@@ -156,3 +159,59 @@ def test_a_patch_of_an_item_another_process_wrote_is_checked_whole(redis_url, va
     assert validated == ["two"], validated
     for app in apps:
         app.extensions[MOCK_KEY].pipeline.store.close()
+
+
+KIND_OR_TAG = {"oneOf": [{"required": ["kind"]}, {"required": ["tag"]}]}  # one of the two, never both
+
+
+@pytest.mark.parametrize("sent, made", [({"name": "Ann", "kind": "cat"}, []), ({"name": "Ann", "tag": "t"}, []),
+                                        ({"name": "Ann"}, ["kind"])])
+def test_a_create_its_one_of_allows_is_stored_as_it_fits(tmp_path, sent, made):
+    """An item schema whose `oneOf` takes `kind` or `tag` (both optional properties): a create sending one of
+    them is answered 201 with an item holding that one only (the mock makes up no value for the other, which
+    would fit both branches); one sending neither gets a made-up `kind`, the first the mock fills; the item
+    fits the schema, and reads serve it as the create answered it."""
+    schema = {**PET, **KIND_OR_TAG}
+    ada = {"id": 1, "name": "Ada", "kind": "dog", "createdAt": "2024-01-01T00:00:00Z"}
+    client = create_app(*tiny(tmp_path, schema, PATCH, ada)).test_client()
+    created = client.post("/pets", json=sent, headers=SESSION)
+    assert created.status_code == 201, created.data
+    pet = body(created)
+    assert pet.items() >= sent.items() and sorted(pet.keys() - sent.keys()) == sorted(["id", "createdAt", *made])
+    jsonschema.Draft202012Validator(schema).validate(pet)
+    assert body(client.get(f"/pets/{pet['id']}", headers=SESSION)) == pet
+    assert [p for p in body(client.get("/pets", headers=SESSION))["data"] if p["id"] == pet["id"]] == [pet]
+
+
+def test_a_create_that_fits_no_branch_is_the_mocks_clear_error(tmp_path):
+    """Where the item does not fit even without what the mock filled (both `kind` and `tag` sent, which the
+    create's body allows), the answer is the mock's own error saying which rule, not a bare 500; nothing is
+    stored."""
+    ada = {"id": 1, "name": "Ada", "kind": "dog", "createdAt": "2024-01-01T00:00:00Z"}
+    client = create_app(*tiny(tmp_path, {**PET, **KIND_OR_TAG}, PATCH, ada)).test_client()
+    refused = client.post("/pets", json={"name": "Ann", "kind": "cat", "tag": "t"}, headers=SESSION)
+    assert refused.status_code == 500, refused.data
+    error = body(refused)["error"]
+    assert error["code"] == "mock-contract-violation" and "closest schema branch /oneOf" in error["message"], error
+    assert [p["name"] for p in body(client.get("/pets", headers=SESSION))["data"]] == ["Ada"]
+
+
+@pytest.mark.parametrize("rule", [
+    {"oneOf": [{"properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
+               {"properties": {"tag": {"const": "t"}}, "required": ["tag"]}]},
+    {"if": {"properties": {"kind": {"const": "cat"}}, "required": ["kind"]}, "then": {"required": ["tag"]}},
+])
+def test_a_patch_answers_the_item_reads_serve(tmp_path, rule):
+    """Where the item schema has a `oneOf` of consts or an `if`/`then`: a PATCH of a created pet (whose `tag`
+    the mock made up) and of the fixture pet answers the very item reads then serve, made-up `tag` included;
+    the create's answer too."""
+    client = create_app(*tiny(tmp_path, {**PET, **rule}, PATCH)).test_client()
+    created = client.post("/pets", json={"name": "Ann", "kind": "cat"}, headers=SESSION)
+    assert created.status_code == 201, created.data
+    pet = body(created)
+    assert body(client.get(f"/pets/{pet['id']}", headers=SESSION)) == pet
+    for pet_id in (pet["id"], 1):
+        patched = client.patch(f"/pets/{pet_id}", json={"name": "Bea"}, headers=SESSION)
+        assert patched.status_code == 200, patched.data
+        read = body(client.get(f"/pets/{pet_id}", headers=SESSION))
+        assert body(patched) == read and read["name"] == "Bea" and "tag" in read, (body(patched), read)

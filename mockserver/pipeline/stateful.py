@@ -509,19 +509,19 @@ class LiveCollection:
         return item
 
     def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None,
-              old: tuple[dict[str, Any], dict[str, Any]] | None = None, generator: SchemaGenerator | None = None
-              ) -> tuple[dict[str, Any], dict[str, Any]]:
+              old: tuple[dict[str, Any], dict[str, Any]] | None = None, *, before: dict[str, Any] | None = None,
+              generator: SchemaGenerator | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The item to store and as served (`serve`), which must fit every read that can answer it and the write's
         `own` answer (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is
         stored: the write answers with it, not served again. A property the mock filled that no read requires
-        whatever the item holds (`_required`), neither sent nor held before, is left out where it makes the item
-        stop fitting (a made-up `tag` where `oneOf` takes `kind` or `tag`, not both); a create (`generator`: what
-        makes up values) is given one a rule requires of it only (`then`): see `_refitted`. The error
-        names the field, the schema branch that came closest, and whose the value is: the `request`'s (`sent`,
-        the body), or the `description`'s (a value the mock made from it, or one it requires that no one gave).
-        `old`: the item (stored, served) an update changes, where this process checked it (`View.checked`): only
-        the properties that are not the very same values are checked then, where the schemas allow it
-        (`_fields`), with the same verdict."""
+        whatever the item holds (`_required`), neither sent nor held `before` (the stored item a write changes), is
+        left out where it makes the item stop fitting (a made-up `tag` where `oneOf` takes `kind` or `tag`, not
+        both); a create (`generator`: what makes up values) is given one a rule requires of it only (`then`): see
+        `_refitted`. The error names the field, the schema branch that came closest, and whose the value is: the
+        `request`'s (`sent`, the body), or the `description`'s (a value the mock made from it, or one it requires
+        that no one gave). `old`: the item (stored, served) an update changes, where this process checked it
+        (`View.checked`): only the properties that are not the very same values are checked then, where the
+        schemas allow it (`_fields`), with the same verdict."""
         served = self.serve(item)
         try:  # never store what cannot be served (private fields included); the old item's own values were stored
             to_json(item if old is None else {k: v for k, v in item.items() if old[0].get(k, _UNPINNED) is not v})
@@ -533,7 +533,7 @@ class LiveCollection:
         if self._fits_changed(served, old, own_quick) if old is not None and self._fields is not None else \
                 _fits(served, [*self._quick, *own_quick]):
             return item, served
-        given = {*(sent if isinstance(sent, dict) else ()), *(old[0] if old is not None else ())}
+        given = {*(sent if isinstance(sent, dict) else ()), *(before or ())}
         if (refitted := self._refitted(item, [*self._quick, *own_quick], given, generator)) is not None:
             return refitted
         for op_id, validator, wrap in (*self.checks, *own):
@@ -1161,7 +1161,7 @@ class Write:
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
             fitted = (old, view.served[found]) if view.checked.get(found) is old else None
-            kept[:] = [live.check(item, self.checks, own_quick, body, fitted)]
+            kept[:] = [live.check(item, self.checks, own_quick, body, fitted, before=old)]
             checked.clear()
             checked[found] = item
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})

@@ -4,6 +4,8 @@ only the properties it changed where the item's schema judges each property on i
 where a keyword ties properties together (`dependentRequired`, `oneOf`). Proved on tiny pets descriptions."""
 from __future__ import annotations
 
+import http.client
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import body
+from conftest import body, serving
 from mockserver import create_app
 from mockserver.pipeline import stateful
 from mockserver.web.app import MOCK_KEY
@@ -226,3 +228,28 @@ def test_a_patch_refused_keeps_what_the_item_held(tmp_path):
     assert "closest schema branch /dependentRequired" in message and message.endswith(
         "'kind' is a dependency of 'tag'"), message
     assert body(client.get("/pets/1", headers=SESSION))["tag"] == "t"
+
+
+def call(port: int, method: str, path: str, sent: Any = None) -> tuple[int, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request(method, path, json.dumps(sent) if sent is not None else None,
+                       {"Content-Type": "application/json", **SESSION})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read() or b"null")
+
+
+@pytest.mark.slow  # two mock servers and a redis-server
+def test_two_replicas_serve_a_one_of_create_as_it_was_answered(tmp_path, redis_url):
+    """`mockserver serve` twice on one Redis, the item schema's `oneOf` taking `kind` or `tag`: a create sent to
+    one replica answers 201 without a made-up `tag`; the other replica reads it as answered, and its PATCH
+    answers what both then read."""
+    ada = {"id": 1, "name": "Ada", "kind": "dog", "createdAt": "2024-01-01T00:00:00Z"}
+    spec, fixtures = tiny(tmp_path, {**PET, **KIND_OR_TAG}, PATCH, ada)
+    args = ("--spec", str(spec), "--fixtures", str(fixtures), "--state", redis_url, "--log-level", "warning")
+    with serving(*args) as (_, first), serving(*args) as (_, second):
+        status, pet = call(first, "POST", "/pets", {"name": "Ann", "kind": "cat"})
+        assert status == 201 and "tag" not in pet, pet
+        assert call(second, "GET", f"/pets/{pet['id']}") == (200, pet)
+        status, patched = call(second, "PATCH", f"/pets/{pet['id']}", {"name": "Bea"})
+        assert status == 200 and patched == {**pet, "name": "Bea"}, patched
+        assert call(first, "GET", f"/pets/{pet['id']}") == call(second, "GET", f"/pets/{pet['id']}") == (200, patched)

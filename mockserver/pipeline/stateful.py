@@ -154,6 +154,12 @@ class LiveCollection:
     _quick: list[Quick] = field(default_factory=list)  # `checks`, rooted, of the item itself, once each (`prepare`)
     _fields: list[_Fields] | None = None  # `_quick` property by property, where each of their schemas allows it
     _key: str | None = None  # the collection's key, where it is one field (`key_of` without JSON then)
+    # the properties every read requires whatever the item holds (not those of a `oneOf` branch, an `if`'s `then`):
+    # any other the mock filled is left out where it would make the item stop fitting (`_refitted`)
+    _required: frozenset[str] = frozenset()
+    # the properties a read requires of some items only, by a rule (`then`, `else`, `dependentRequired`) the fills
+    # do not see: a create whose item breaks the rule without one is given it (`_refitted`)
+    _conditional: list[_Fill] = field(default_factory=list)
     _references: dict[str, str] = field(default_factory=dict)  # `flow` -> `flowId`: what a body names by the stem
     _copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # `state_type` -> (`state`, `type`)
     _base: View | None = None
@@ -225,6 +231,11 @@ class LiveCollection:
                         seen.add(name)
                         self.fills.append(self._missing(walk, name, (prop, prop_uri), sendable))
             self._copies = self._copied(declared - sendable.keys())
+            self._required = frozenset(name for schema in self.reads for name in _required_names(walk, schema)[0])
+            if bodies is not None:
+                self._conditional = [self._missing(walk, name, prop, sendable) for name in sorted(
+                    {name for schema in self.reads for name in _required_names(walk, schema)[1]} - seen)
+                    if (prop := walk.property(*self.reads[0], name))[0] is not None]
         items = {self.key_of(item): item for item in self.collection.items}
         for fill in self.fills:
             if fill.kind == "sequence":
@@ -498,14 +509,19 @@ class LiveCollection:
         return item
 
     def check(self, item: dict[str, Any], own: list[Check], own_quick: list[Quick], sent: Any = None,
-              old: tuple[dict[str, Any], dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The item as served (`serve`), which must fit every read that can answer it and the write's `own` answer
-        (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is stored: the
-        write answers with it, not served again. The error names the field, the schema branch that came closest,
-        and whose the value is: the `request`'s (`sent`, the body), or the `description`'s (a value the mock made
-        from it, or one it requires that no one gave). `old`: the item (stored, served) an update changes, where
-        this process checked it (`View.checked`): only the properties that are not the very same values are
-        checked then, where the schemas allow it (`_fields`), with the same verdict."""
+              old: tuple[dict[str, Any], dict[str, Any]] | None = None, *, before: dict[str, Any] | None = None,
+              generator: SchemaGenerator | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The item to store and as served (`serve`), which must fit every read that can answer it and the write's
+        `own` answer (`own_quick`: the same, rooted), or the write is the mock's own fault (500) and nothing is
+        stored: the write answers with it, not served again. A property the mock filled that no read requires
+        whatever the item holds (`_required`), neither sent nor held `before` (the stored item a write changes), is
+        left out where it makes the item stop fitting (a made-up `tag` where `oneOf` takes `kind` or `tag`, not
+        both); a create (`generator`: what makes up values) is given one a rule requires of it only (`then`): see
+        `_refitted`. The error names the field, the schema branch that came closest, and whose the value is: the
+        `request`'s (`sent`, the body), or the `description`'s (a value the mock made from it, or one it requires
+        that no one gave). `old`: the item (stored, served) an update changes, where this process checked it
+        (`View.checked`): only the properties that are not the very same values are checked then, where the
+        schemas allow it (`_fields`), with the same verdict."""
         served = self.serve(item)
         try:  # never store what cannot be served (private fields included); the old item's own values were stored
             to_json(item if old is None else {k: v for k, v in item.items() if old[0].get(k, _UNPINNED) is not v})
@@ -516,7 +532,10 @@ class LiveCollection:
                 {"parameter": "body", "in": "body", "pointer": pointer, "rule": rule, "message": message}]}) from None
         if self._fits_changed(served, old, own_quick) if old is not None and self._fields is not None else \
                 _fits(served, [*self._quick, *own_quick]):
-            return served
+            return item, served
+        given = {*(sent if isinstance(sent, dict) else ()), *(before or ())}
+        if (refitted := self._refitted(item, [*self._quick, *own_quick], given, generator)) is not None:
+            return refitted
         for op_id, validator, wrap in (*self.checks, *own):
             answer = wrap(served)
             for error in map(_closest, iter_errors(validator, answer)):
@@ -528,7 +547,32 @@ class LiveCollection:
                     f"{field_ or '/'} (closest schema branch {branch}), by a value of the {source}: {error.message}",
                     {"source": source, "rule": str(error.validator), "operation": op_id, "field": field_,
                      "pointer": instance_pointer(error), "schema": branch, "collection": self.name})
-        return served
+        return item, served
+
+    def _refitted(self, item: dict[str, Any], checks: list[Quick], given: set[str],
+                  generator: SchemaGenerator | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """An item that does not fit, made to fit by what the mock fills, where that is what breaks it (`not`,
+        `oneOf`, `if`/`then`, `dependentRequired`, `maxProperties`, a closed object): (stored, served) without
+        the properties it filled on its own, then each put back, in the item's order, where the item fits with it
+        or does not fit yet without it (a `oneOf` of `required: [kind]` and `required: [tag]`, neither sent: the
+        made-up `kind` only), then on a create the same with a made-up value of each property a rule requires of
+        some items only; None where nothing is to change or nothing fits. Only a write its checks refuse gets
+        here."""
+        loose = [name for name in item if name not in given and name not in self._required
+                 and name not in self.collection.key]
+        more = {fill.name: _fill_value(fill, generator, {}) for fill in self._conditional
+                if fill.name not in item} if generator is not None else {}
+        if not loose and not more:
+            return None
+        whole = {**item, **more}
+        kept = {name: value for name, value in item.items() if name not in loose}
+        served = self.serve(kept)
+        fitting = _fits(served, checks)
+        for name in [*loose, *more]:
+            tried = {k: v for k, v in whole.items() if k in kept or k == name}
+            if (fits_tried := _fits(tried_served := self.serve(tried), checks)) or not fitting:
+                kept, served, fitting = tried, tried_served, fits_tried
+        return (kept, served) if fitting else None
 
     def _fits_changed(self, served: dict[str, Any], old: tuple[dict[str, Any], dict[str, Any]],
                       own_quick: list[Quick]) -> bool:
@@ -550,15 +594,19 @@ class LiveCollection:
         name a key of the items."""
         completer = self._completer
         assert completer is not None, "prepare() first"
+        deref = completer.walk.deref
         declared = completer.properties(completer.walk.parts(*schema))
         return Projection(schema, declared, [(key, alias) for key in self.collection.key
-                                             for alias in self.aliases(key) if alias in declared])
+                                             for alias in self.aliases(key) if alias in declared],
+                          deref(*schema)[1] in {deref(*read)[1] for read in self.reads})
 
     def project(self, served: dict[str, Any], projection: Projection) -> Any:
         """A write's answer where its schema is not an item's (Kindgi's `{id}` of a create, `{agentId, version}`
         of a publish): the item's own values that the answer declares, a property named for the collection and
         its key (`agentId` for an agent's `id`) given the key's value, and what else it requires made up (a
         delete's `object: video.deleted`, its `default`, where the item's `object: video` is ruled out)."""
+        if projection.read:
+            return served
         completer, declared = self._completer, projection.declared
         assert completer is not None, "prepare() first"
         named = {alias: served[key] for key, alias in projection.named if key in served and alias not in served}
@@ -623,6 +671,9 @@ class Projection:
     schema: Schema
     declared: dict[str, list[Schema]]  # its properties, each with every schema that declares it
     named: list[tuple[str, str]]  # (a key of the items, the property naming it: `agentId` for an agent's `id`)
+    # the very schema reads answer an item with, by another `$ref` (a PATCH answering `Pet` as `getPet` does): the
+    # answer is the item as served, as reads show it (a projection would drop a value some `oneOf` branch rules out)
+    read: bool = False
 
 
 def quick(checks: list[Check]) -> list[Quick]:
@@ -743,6 +794,27 @@ def _fill_kind(schema: dict[str, Any]) -> str:
     if fmt in ("uuid", "date-time", "date"):
         return str(fmt)
     return "generated"
+
+
+def _required_names(walk: SchemaWalk, schema: Schema, depth: int = 0) -> tuple[set[str], set[str]]:
+    """The properties a schema requires of every object (its own `required` and its `allOf` parts'), and those
+    a rule requires of some objects only (`then`, `else`, `dependentRequired`, `dependencies`; a `oneOf` or
+    `anyOf` branch's are filled already, `SchemaWalk.parts`)."""
+    node, uri = walk.deref(*schema)
+    if not isinstance(node, dict) or depth > _MAX_DEPTH:
+        return set(), set()
+    always = {name for name in node.get("required") or [] if isinstance(name, str)}
+    sometimes = {name for key in ("then", "else") for branch in [walk.deref(node.get(key), below(uri, key))[0]]
+                 if isinstance(branch, dict) for name in branch.get("required") or [] if isinstance(name, str)}
+    for key in ("dependentRequired", "dependencies"):
+        rules = node.get(key)
+        sometimes |= {name for names in (rules.values() if isinstance(rules, dict) else ())
+                      if isinstance(names, list) for name in names if isinstance(name, str)}
+    for i, sub in enumerate(node.get("allOf") or []):
+        more = _required_names(walk, (sub, below(uri, "allOf", i)), depth + 1)
+        always |= more[0]
+        sometimes |= more[1]
+    return always, sometimes
 
 
 def _closest(error: ValidationError) -> ValidationError:
@@ -1064,7 +1136,8 @@ class Write:
                     raise MockError(507, f"{live.name!r} holds {live.limit} items in this session, the most it may "
                                     "(--max-items): delete some, or reset the session", code="mock-state-full",
                                     details={"collection": live.name, "limit": live.limit})
-                kept.append((item, live.check(item, self.checks, own_quick, sent)))
+                item, served = live.check(item, self.checks, own_quick, sent, generator=self.generator)
+                kept.append((item, served))
                 counters.update(live.counted(item, counters))
                 # items of one array that land at one place keep the array's order
                 ranks = {op_id: live.rank_in(op_id, view, item) + ([i] if batch else []) for op_id in live.lists}
@@ -1088,7 +1161,7 @@ class Write:
             new = merge_patch(old, patch) if self.kind == "update" else dict(body)
             item = live.complete(live.filled(new, self.generator, keep=old), self.body)
             fitted = (old, view.served[found]) if view.checked.get(found) is old else None
-            kept[:] = [(item, live.check(item, self.checks, own_quick, body, fitted))]
+            kept[:] = [live.check(item, self.checks, own_quick, body, fitted, before=old)]
             checked.clear()
             checked[found] = item
             return RowsUpdate({found: {**(view.rows.get(found) or live.base_row(found)), "item": item}})

@@ -26,7 +26,6 @@ import tempfile
 from pathlib import Path
 
 import redis
-
 from run import BIN, HOST, MIXED, MIXED_CONNECTIONS, ROOT, TICK, Server, ensure_wrk, free_port, process_ticks, tree
 from run import request as get
 
@@ -139,8 +138,8 @@ def main() -> None:
     ensure_wrk()
     port = args.port or free_port()
     command = [str(BIN / "mockserver"), "serve", "--spec", str(PETS / "openapi.yaml"), "--fixtures",
-               str(PETS / "fixtures"), "--stateful", "--workers", str(args.workers), "--state", args.state, "--log-level",
-               "warning", "--port", str(port)]
+               str(PETS / "fixtures"), "--stateful", "--workers", str(args.workers), "--state", args.state,
+               "--log-level", "warning", "--port", str(port)]
     server = Server("kinds", command, port, Path(tempfile.mkdtemp(prefix="mockserver-kinds-")))
     try:
         server.wait_answer("/pets", {}, True, 40)
@@ -155,7 +154,7 @@ def main() -> None:
             loads = [(name, kind) for name, kind in loads if name in args.only.split(",")]
         for round_ in range(1, args.rounds + 1):
             for name, kind in loads:
-                tag = f"{name.replace(' ', '')}-{round_}"
+                tag = re.sub(r'\W', '', name) + f"-{round_}"  # a session name: letters and digits
                 if kind == "journal":
                     loaded(port, None, 1, pids, tag)
                 us, client, statuses = loaded(port, kind, args.seconds, pids, tag, store)

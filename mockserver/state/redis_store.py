@@ -75,6 +75,9 @@ BATCH = 100  # entries written in one script call at most (Redis does nothing el
 # --workers 2: 11 calls a script call before, 60 with it)
 LINGER_S = 0.02
 SWEEP_EVERY_S = 30.0
+# fields an HSCAN of the counters or states looks at per round trip: Redis's default, 10, made a scenario's removal
+# 80 round trips once 800 scenarios had been counted (a session's counters are kept until the session is forgotten)
+SCAN_COUNT = 1000
 RECONNECT_MAX_S = 0.5  # the longest wait between two tries to reach a lost Redis: back within a second
 PING_EVERY_S = 0.5  # how often the listener asks Redis whether it answers: a frozen Redis sends nothing to notice
 BATCH_KEPT_S = 60  # how long Redis remembers a written batch, so a batch sent again after a timeout counts once
@@ -497,6 +500,10 @@ class RedisStore(Store):
         self._idle: list[Any] = []
         self._idle_pid = PROCESS.pid
         self._starting = threading.Lock()
+        # one change of the book at a time in a process: its threads changing it together only failed each other's
+        # WATCH, each reading and parsing the whole book again (64 sessions setting and removing scenarios: 5
+        # transactions tried per change)
+        self._changing = threading.Lock()
         self._closed = False
 
     def _k(self, name: str) -> str:
@@ -836,7 +843,9 @@ class RedisStore(Store):
             pipe.set(key, json.dumps(new.as_json()))
             changed[:] = [new]
 
-        self._guarded(lambda: self._redis.transaction(transaction, key))
+        with self._changing:
+            self.check()  # Redis lost while this call waited for the change before it: 503 at once, no second wait
+            self._guarded(lambda: self._redis.transaction(transaction, key))
         self._book = changed[0]
         self._guarded(lambda: self._broadcast("book"))
         return changed[0]
@@ -877,7 +886,7 @@ class RedisStore(Store):
 
     def _counter_fields(self, match: str) -> list[str]:
         """The fields of the counters hash that match a glob (no id or session name holds a glob's characters)."""
-        found = self._guarded(lambda: list(self._redis.hscan_iter(self._k("counters"), match=match)))
+        found = self._guarded(lambda: list(self._redis.hscan_iter(self._k("counters"), match=match, count=SCAN_COUNT)))
         return [field.decode() for field, _ in found]
 
     def states(self, scope: str | None, names: Iterable[str]) -> dict[str, str]:
@@ -892,7 +901,8 @@ class RedisStore(Store):
         if scope is None:
             self._guarded(lambda: self._redis.delete(key))
             return
-        fields = [f for f, _ in self._guarded(lambda: list(self._redis.hscan_iter(key, match=_machine(scope, "*"))))]
+        fields = [f for f, _ in self._guarded(lambda: list(self._redis.hscan_iter(key, match=_machine(scope, "*"),
+                                                                                   count=SCAN_COUNT)))]
         if fields:
             self._guarded(lambda: self._redis.hdel(key, *fields))
 

@@ -540,3 +540,55 @@ def test_a_first_page_is_one_argument_of_its_worker_s_batch_to_redis(fresh, redi
     assert sum(1 for _, c in seen if c[0].upper() == b"XADD") == 200
     journal = call(a, "/__mock/requests?limit=200")[1]["requests"]
     assert len(journal) == 200 and all(json.loads(e["responseBody"]) == page for e in journal)
+
+
+def commands(port: int) -> dict[str, int]:
+    """How many of each command Redis ran so far (INFO commandstats), scripts' own commands included."""
+    with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as lines:
+        s.sendall(b"INFO commandstats\r\n")
+        size = int(lines.readline()[1:])
+        text = lines.read(size + 2).decode()
+    return {m[1]: int(m[2]) for m in re.finditer(r"^cmdstat_(\w+):calls=(\d+)", text, re.M)}
+
+
+SCENARIO = {"id": "mix", "operationId": "getPet", "status": 404, "times": 1}
+
+
+def test_scenarios_set_together_in_one_worker_are_one_transaction_each_and_all_held(own_redis):
+    """48 sessions setting a scenario at once through one worker's 16 threads: each change of the shared book is
+    one WATCH ... EXEC (the threads made each other's fail before, each reading the whole book again: some 5 tries
+    a change), and every scenario is there, each firing once on its session's next read."""
+    with serving("--spec", str(PETS / "openapi.yaml"), "--fixtures", str(PETS / "fixtures"), "--stateful",
+                 "--state", own_redis.url(), "--threads", "16", "--log-level", "warning") as (_, port):
+        assert call(port, "/pets/1")[0] == 200  # the worker's threads started, its listener subscribed
+        before = commands(own_redis.port)
+        with ThreadPoolExecutor(48) as pool:
+            answers = list(pool.map(lambda n: call(port, "/__mock/scenarios", "POST", SCENARIO,
+                                                   {"X-Mock-Session": f"s{n}"})[0], range(48)))
+        after = commands(own_redis.port)
+        assert answers == [201] * 48
+        assert after.get("watch", 0) - before.get("watch", 0) == 48
+        assert after.get("exec", 0) - before.get("exec", 0) == 48
+        assert [call(port, "/pets/1", headers={"X-Mock-Session": f"s{n}"})[0] for n in range(48)] == [404] * 48
+        assert [call(port, "/pets/1", headers={"X-Mock-Session": f"s{n}"})[0] for n in range(48)] == [200] * 48
+
+
+def test_removing_a_scenario_scans_the_counters_in_one_round_trip(own_redis):
+    """With 600 sessions' scenarios counted (past the 512 fields Redis keeps a hash compact to, and scans at once),
+    removing one that has not fired yet looks through the counters hash in one HSCAN (some 60 before: Redis's 10
+    fields a call), and removes it: its session's next read is the pet."""
+    with serving("--spec", str(PETS / "openapi.yaml"), "--fixtures", str(PETS / "fixtures"), "--stateful",
+                 "--state", own_redis.url(), "--log-level", "warning") as (_, port):
+        with ThreadPoolExecutor(8) as pool:
+            def counted(n: int) -> tuple[int, int]:
+                session = {"X-Mock-Session": f"c{n}"}
+                return (call(port, "/__mock/scenarios", "POST", SCENARIO, session)[0],
+                        call(port, "/pets/1", headers=session)[0])
+            assert set(pool.map(counted, range(600))) == {(201, 404)}
+        kept = {"X-Mock-Session": "kept"}
+        assert call(port, "/__mock/scenarios", "POST", {**SCENARIO, "times": 2}, kept)[0] == 201
+        before = commands(own_redis.port)
+        assert call(port, "/__mock/scenarios/mix", "DELETE", headers=kept) == (200, {"removed": 1})
+        after = commands(own_redis.port)
+        assert after.get("hscan", 0) - before.get("hscan", 0) == 1
+        assert call(port, "/pets/1", headers=kept)[0] == 200

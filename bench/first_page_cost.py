@@ -10,9 +10,7 @@ wrk drives the load (`-t1 -c16`, `--seconds` a round), after 3 s of warm-up; the
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -20,24 +18,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".venv" / "bin"
-TICK = os.sysconf("SC_CLK_TCK")
-HOST = "127.0.0.1"
+from run import BIN, HOST, ROOT, TICK, ensure_wrk, free_port, tree
+
 FIRST_PAGE = "/v1/test-sets?limit=25"
 AUTH = "Authorization: Bearer demo-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def tree(pid: int) -> list[int]:
-    """A process and its descendants (the server and its workers)."""
-    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [pid, *(p for child in children.split() for p in tree(int(child)))]
 
 
 def ticks(stats: list[Path]) -> float:
@@ -114,7 +98,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
     args = parser.parse_args()
-    assert shutil.which("wrk"), "wrk is not installed (apt-get install -y wrk)"
+    ensure_wrk()
     port, redis_port = free_port(), free_port()
     started: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as folder:

@@ -10,37 +10,19 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from run import HOST, ROOT, TICK, process_ticks, tree
+
 PETS = ROOT / "tests" / "data" / "pets"
-HOST = "127.0.0.1"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu(pid: int) -> float:
     """Seconds of CPU the process and its children (Granian's workers) have used."""
-    pids = [pid]
-    for child in Path("/proc").iterdir():
-        if child.name.isdigit():
-            try:
-                fields = (child / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                pids.append(int(child.name))
-    total = 0
-    for one in pids:
-        try:
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICKS
+    return process_ticks(tree(pid)) / TICK
 
 
 def call(connection: http.client.HTTPConnection, method: str, path: str, body: object, session: str,

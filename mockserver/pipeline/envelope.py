@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from ..base.bounded import BoundedCache
 from ..base.errors import MockError
 from ..base.pointers import pointer_tokens
 from ..spec.index import Operation, SpecIndex
@@ -319,7 +320,7 @@ def slug(status: int) -> str:
         return f"status-{status}"
 
 
-_RENDERED_MAX = 4096  # kinds of error answer kept prepared: a scenario's own code makes one kind per code
+_RENDERED_MAX = 4096  # kinds of error answer kept prepared
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +361,8 @@ class ErrorRenderer:
         # the error body most of the description's error responses share, for an error no response declares
         # (startup.learn_error_convention); None: RFC 7807 there
         self.convention: OwnBody | None = None
-        self._rendered: dict[tuple[str | None, int, str | None], Rendered] = {}  # (operation, status, code)
+        # (operation, status, code): a scenario's own code makes one kind per code, so the kinds are bounded
+        self._rendered: BoundedCache[tuple[str | None, int, str | None], Rendered] = BoundedCache(_RENDERED_MAX)
         for op in spec.operations.values():
             for status, response in op.responses.items():
                 if status.isdigit() and int(status) >= 400 and response.content:
@@ -429,13 +431,8 @@ class ErrorRenderer:
 
     def rendered(self, status: int, op: Operation | None, code: str | None) -> Rendered:
         """What each error of `status` and `code` on `op` shares, worked out on its first answer."""
-        key = (op.id if op is not None else None, status, code)
-        found = self._rendered.get(key)
-        if found is None:
-            found = self._prepare(status, op, code)
-            if len(self._rendered) < _RENDERED_MAX:
-                self._rendered[key] = found
-        return found
+        return self._rendered.made((op.id if op is not None else None, status, code),
+                                   lambda: self._prepare(status, op, code))
 
     def _prepare(self, status: int, op: Operation | None, code: str | None) -> Rendered:
         """The API's own body for the status, else the envelope; in the media type the operation declares for
